@@ -1,0 +1,1 @@
+"""The course's grading tools, built on nbgrader: `python -m grader <verb>`."""
