@@ -6,8 +6,10 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
-# pytest-xdist spreads the suite over the cores; notebooks stay whole on one worker.
+# pytest-xdist spreads the suite over the cores; a notebook stays whole on one worker, where
+# nbval replays it and compares every output with the stored one.
 PYTEST_ARGS ?= -n auto --dist loadfile
+NOTEBOOKS := $(wildcard solutions/*/*.ipynb)
 
 .PHONY: demo test lock clean
 
@@ -22,7 +24,7 @@ demo: $(VENV)/.installed
 	$(BIN)/python -m grader demo
 
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest $(PYTEST_ARGS) tests solutions
+	$(BIN)/python -m pytest $(PYTEST_ARGS) --nbval tests $(NOTEBOOKS)
 
 # Re-pin every dependency after editing requirements.in.
 lock:
