@@ -37,23 +37,39 @@ chainsaw|garden shredder|pond pump|fountain pump|patio heater|cordless drill|jig
 table lamp|floor lamp|desk lamp|wall light|security light|string of fairy lights|dehumidifier|
 vacuum cleaner|kettle|toaster|fan heater|electric barbecue|gas barbecue|pizza oven|log splitter|
 water feature|heated airer|ceiling fan|paint sprayer|wallpaper steamer|tile cutter|lawn scarifier|
-cultivator|battery charger|outdoor speaker""".replace("\n", "").split("|")
+cultivator|battery charger|outdoor speaker|
+lawn edger|pole saw|hedge cutter|log burner|air fryer|coffee machine|slow cooker|garage door opener|
+pond filter|pond heater|misting fan|bug zapper|electric blanket|rotavator|wet and dry vacuum|
+steam mop|heat gun|mitre saw|bench grinder|nail gun|soil tiller|doorbell camera|smart plug|
+garden light kit|spotlight|uplighter|pendant light|bollard light""".replace("\n", "").split("|")
 FURNITURE = """garden chair|folding chair|garden bench|bistro set|sun lounger|parasol|hammock|rattan sofa|
 dining set|swing seat|picnic table|storage bench|deckchair|gazebo|shed|greenhouse|log store|
 cold frame|trellis|arbour|egg chair|corner sofa|coffee table|bar stool|bookcase|wardrobe|
-chest of drawers|bedside table|mirror|wall shelf""".replace("\n", "").split("|")
+chest of drawers|bedside table|mirror|wall shelf|
+daybed|lounge set|recliner|rocking chair|dining table|potting bench|plant stand|tool shed|summerhouse|
+pergola|carport|canopy|windbreak|bike store|sandpit|playhouse|trampoline|climbing frame|sideboard|
+console table|ottoman|footstool|bunk bed|headboard""".replace("\n", "").split("|")
 SMALL = """garden hose|hose reel|sprinkler|watering can|water butt|compost bin|planter|raised bed|
 bird feeder|bird bath|doormat|rug|cushion set|pair of curtains|storage box|wall clock|tin of paint|
 tub of wood stain|can of fence paint|paint roller set|fence panel|ladder|toolbox|spade|rake|
 pair of pruning shears|wheelbarrow|lantern|plant pot|seed tray|bag of compost|box of lawn feed|
 pair of garden gloves|kneeler|fire pit|charcoal barbecue|barbecue cover|chimenea|outdoor rug|
 bin store|set of door handles|pack of light bulbs|solar path lights|hanging basket|duvet|
-set of tea towels|bathroom cabinet|shower curtain|laundry basket|draught excluder""".replace("\n", "").split("|")
+set of tea towels|bathroom cabinet|shower curtain|laundry basket|draught excluder|
+roll of turf|bag of gravel|pack of slabs|edging strip|pond liner|weed membrane|trowel|hoe|
+loppers|leaf rake|garden fork|hand cultivator|bulb planter|soil tester|rain gauge|thermometer|
+bee hotel|hedgehog house|nest box|squirrel baffle|wind chime|sundial|garden gnome|wall planter|
+window box|tomato cage|cane set|netting|fleece jacket|wellies|potting mix|mulch|bark chippings|
+tub of filler|tin of varnish|tin of primer|decking oil|masonry paint|paintbrush set|dust sheet|
+sandpaper pack|caulk gun|tile adhesive|grout|shelf brackets|curtain pole|towel rail|bath mat|
+cushion cover|throw|lampshade|photo frame|vase|candle set|door wreath|picture hook set""".replace("\n", "").split("|")
 MODIFIERS = """green|black|grey|white|blue|sage|cream|terracotta|red|charcoal|navy|yellow|olive|
 oak|teak|steel|aluminium|rattan|bamboo|pine|ceramic|galvanised|large|small|compact|heavy duty|
 folding|stainless|copper|slate|anthracite|natural|wooden|metal|outdoor|vintage""".replace("\n", "").split("|")
 BRANDS = ["Greenleaf", "Hartwell", "Brambling", "Copperfield", "Oakhurst", "Fernbrook", "Wrenway",
-          "Mossgate", "Ashcombe", "Pemberton", "Thornbury", "Larkfield Home", "Willowby", "Redstart"]
+          "Mossgate", "Ashcombe", "Pemberton", "Thornbury", "Larkfield Home", "Willowby", "Redstart",
+          "Gardenia Pro", "Hollins", "Blackthorn", "Sedgewick", "Marlowe", "Elmstead", "Birchall",
+          "Quillan", "Tamsin", "Harrowgate", "Cobbold", "Norland", "Kilby", "Petherton", "Ravensworth"]
 PARTS = ["blade", "cable", "battery", "handle", "wheel", "switch", "nozzle", "bracket", "hinge",
          "pull cord", "spark plug", "filter", "charger", "seat cushion", "leg", "strap", "lid",
          "grass box", "spool", "thermostat"]
@@ -62,14 +78,27 @@ Sophie|Hannah|James|Olivia|Aisha|Raj|Grace|Martin|Karen|Steve|Paul|Emma|Zoe|Ben|
 Niamh|Sean|Fiona|Callum|Mohammed|Yusuf|Amira|Chloe|Jack|Harry|Ellie|Mia|Noah|Liam|Isla|Ava|Ruby|
 Joan|Brian|Margaret|Derek|Sheila|Trevor|Linda|Graham|Janet|Colin|Wendy|Nigel|Sandra|Keith|Pauline|
 Agnieszka|Tomasz|Marta|Ahmed|Leila|Dev|Anjali|Kwame|Ama|Chidi|Yan|Mei|Hiroshi|Lars|Ingrid|Pedro|
-Lucia|Marco|Giulia|Sven|Rosa|Dylan|Carys|Morag|Angus|Bethan|Shona|Tariq|Hamza|Ewa""".replace("\n", "").split("|")
+Lucia|Marco|Giulia|Sven|Rosa|Dylan|Carys|Morag|Angus|Bethan|Shona|Tariq|Hamza|Ewa|Abigail|Adam|
+Alice|Amber|Andrew|Anna|Barry|Bernard|Carl|Carol|Charlotte|Clare|Daniel|Dawn|Debbie|Dennis|Eileen|
+Elaine|Eric|Frances|Frank|Gemma|Gordon|Hazel|Heather|Hugh|Irene|Jacob|Jane|Jean|Jenny|Julie|Kevin|
+Kieran|Laura|Lewis|Lorraine|Malcolm|Maureen|Michelle|Neil|Nicola|Norman|Patricia|Peter|Phil|Rachel|
+Ray|Rebecca|Richard|Rob|Roger|Rosemary|Sally|Sarah|Simon|Stuart|Susan|Teresa|Tony|Valerie|Vicky|
+Victor|Yvonne|Zara|Imran|Sana|Bilal|Farah|Kofi|Esi|Oluwaseun|Ngozi|Wojciech|Katarzyna|Dorota|
+Bogdan|Ioana|Andrei|Elif|Mehmet|Thanh|Linh|Ravi|Sunita|Deepak|Kiran""".replace("\n", "").split("|")
 LAST = """Smith|Jones|Taylor|Brown|Williams|Wilson|Evans|Thomas|Roberts|Walker|Wright|Robinson|Thompson|
 White|Hughes|Edwards|Green|Hall|Wood|Harris|Lewis|Martin|Jackson|Clarke|Clark|Turner|Hill|Scott|
 Cooper|Morris|Ward|Moore|King|Watson|Baker|Harrison|Morgan|Patel|Young|Allen|Mitchell|James|
 Anderson|Phillips|Lee|Bell|Parker|Davis|Campbell|Kelly|Khan|Shah|Begum|Ali|Hussain|Kowalski|
 Nowak|Okafor|Mensah|Chen|Wang|Singh|Kaur|Murphy|Byrne|MacLeod|Fraser|Reid|Gallagher|Fletcher|
 Dixon|Hunt|Holmes|Palmer|Mills|Barnes|Knight|Lloyd|Butler|Russell|Marshall|Owen|Pearce|Fox|
-Ellis|Webb|Rees|Price|Hart|Stone|Burton|Gray|Lowe|Shaw|Carter|Pritchard|Jenkins|Powell""".replace("\n", "").split("|")
+Ellis|Webb|Rees|Price|Hart|Stone|Burton|Gray|Lowe|Shaw|Carter|Pritchard|Jenkins|Powell|Atkinson|
+Bailey|Barker|Bennett|Booth|Bradley|Briggs|Brooks|Chambers|Chapman|Cole|Collins|Cox|Crawford|Dawson|
+Day|Dean|Doyle|Duncan|Elliott|Ferguson|Fisher|Ford|Foster|Gibson|Gill|Gordon|Graham|Grant|Griffiths|
+Hamilton|Hardy|Harvey|Hayes|Henderson|Hudson|Hunter|Jordan|Kennedy|Lambert|Lane|Lawrence|Lawson|
+Marsh|Mason|Matthews|Miller|Moss|Murray|Newman|Nicholson|Norris|Oliver|Page|Payne|Pearson|Perry|
+Porter|Read|Reynolds|Richards|Riley|Rose|Ross|Saunders|Simpson|Slater|Spencer|Stevens|Sutton|
+Tucker|Wade|Wallace|Walsh|Warren|Watts|Wells|West|Wheeler|Whitehouse|Wilkinson|Woods|Yates|
+Ahmed|Iqbal|Malik|Sharma|Gupta|Nguyen|Tran|Kim|Park|Yilmaz|Popescu|Wisniewski|Adeyemi|Boateng""".replace("\n", "").split("|")
 TOWNS = """Ludlow|Harrogate|Kendal|Totnes|Hexham|Malton|Ripon|Bakewell|Ledbury|Frome|Stroud|Whitby|Alnwick|
 Penrith|Oban|Tenby|Brecon|Ilkley|Knutsford|Skipton|Hereford|Truro|Bideford|Wells|Glastonbury|Bath|
 Salisbury|Dorchester|Bridport|Lewes|Rye|Hastings|Faversham|Whitstable|Canterbury|Sevenoaks|Guildford|
@@ -78,10 +107,19 @@ Saffron Walden|Sudbury|Woodbridge|Aldeburgh|Cromer|Holt|Swaffham|Thetford|Buxton
 Stafford|Lichfield|Tamworth|Rugby|Warwick|Evesham|Pershore|Tewkesbury|Cirencester|Tetbury|Chepstow|
 Monmouth|Abergavenny|Aberystwyth|Bangor|Conwy|Llandudno|Keswick|Ambleside|Ulverston|Lancaster|
 Clitheroe|Settle|Thirsk|Beverley|Driffield|Morpeth|Berwick|Peebles|Stirling|Perth|Dunkeld|Nairn|
-Elgin|Dingwall|Portree|Enniskillen|Newry|Omagh""".replace("\n", "").split("|")
+Elgin|Dingwall|Portree|Enniskillen|Newry|Omagh|Alston|Appleby|Ashbourne|Axminster|Barnstaple|
+Beccles|Bridgnorth|Bude|Burford|Chipping Norton|Clevedon|Crediton|Dartmouth|Devizes|Diss|Dunbar|
+Easingwold|Falmouth|Fowey|Grantham|Halesworth|Hay-on-Wye|Helmsley|Honiton|Horncastle|Hunstanton|
+Kelso|Keynsham|Kirkby Lonsdale|Launceston|Leominster|Liskeard|Lyme Regis|Machynlleth|Malvern|
+Marlborough|Melrose|Midhurst|Minehead|Moffat|Nantwich|Newark|Oundle|Padstow|Pickering|Pitlochry|
+Ross-on-Wye|Rothbury|Saltash|Sedbergh|Shaftesbury|Sherborne|Sidmouth|Southwold|Stokesley|Tavistock|
+Tiverton|Uppingham|Wadebridge|Wantage|Wareham|Wetherby|Wimborne|Wirksworth|Woodstock|Yarm""".replace("\n", "").split("|")
 STREETS = ["Mill", "Church", "Station", "Orchard", "Chapel", "Meadow", "Park", "Victoria", "Castle",
            "Willow", "Elm", "Beech", "Rowan", "Quarry", "Bridge", "Forge", "Kiln", "Brook", "Spring",
-           "Vicarage", "Harbour", "Market", "Tannery", "Ropewalk", "Primrose", "Foxglove", "Heather"]
+           "Vicarage", "Harbour", "Market", "Tannery", "Ropewalk", "Primrose", "Foxglove", "Heather",
+           "Hawthorn", "Bramble", "Sycamore", "Linden", "Acorn", "Laurel", "Juniper", "Holly", "Ivy",
+           "Poplar", "Cedar", "Larch", "Hazel", "Alder", "Aspen", "Cherry", "Plum", "Damson", "Mulberry",
+           "Greenfield", "Highfield", "Westfield", "Kings", "Queens", "Abbey", "Manor", "Grange", "Farm"]
 STREET_KINDS = ["Lane", "Road", "Street", "Close", "Way", "Avenue", "Crescent", "Gardens", "Row", "Drive"]
 COURIERS = ["Swiftpost", "ParcelHop", "Kestrel Post", "Northline", "Greenway Couriers", "DPX",
             "Hartley Freight", "the Larkfield van", "Boxline", "Roadrunner Parcels"]
@@ -376,6 +414,10 @@ DETAILS = ["I've attached a photo.", "My phone number is {phone} if that's easie
            "This is the first time I've had a problem with you.", "It's quite urgent.",
            "I'd prefer an email reply.", "My {relative} placed the order for me.",
            "I'm not very good with computers.", "Your chat service was closed when I tried it."]
+FEELINGS = ["This is really frustrating.", "I'd appreciate a quick answer.", "I'm rather disappointed, to be honest.",
+            "Sorry to bother you with this.", "I hope this can be sorted quickly.",
+            "I've been patient but it's getting silly now.", "Not the experience I expected from you.",
+            "I'm sure it's just a mix-up.", "Any help would be great.", "I'd rather not have to chase this again."]
 CLOSINGS = ["Thanks, {first}", "Thank you, {first} {last}", "Kind regards, {first} {last}",
             "Many thanks.", "Cheers, {first}", "Best wishes, {first}", "Regards, {last}",
             "Thanks in advance.", "Hope you can help.", "Looking forward to hearing from you.",
@@ -439,29 +481,50 @@ NEGATIONS = [
     "It is not {neg}, {want}.", "Nothing here is {neg}; {want}.",
     "{Want}. This is definitely not {neg}.", "{Want}, so this isn't {neg}.",
 ]
+# Cue phrases that serve both as the real subject ({x}) and as the denied one ({y}), so that a
+# model blind to word order sees the same words whichever team the ticket belongs to.
+CUES = {
+    "delivery": ["the delivery", "my parcel", "the courier", "the tracking", "a late delivery",
+                 "a missing parcel", "the delivery date"],
+    "returns": ["a refund", "a return", "a returns label", "an exchange", "my money back",
+                "sending the item back", "the return"],
+    "payment": ["the payment", "the charge on my card", "a billing problem", "a double charge",
+                "the invoice", "a declined card", "the price I paid"],
+    "warranty": ["a repair", "the warranty", "the guarantee", "a faulty part", "a warranty claim",
+                 "a repair under guarantee", "the fault"],
+    "account": ["my password", "my account", "signing in", "my login", "my account details",
+                "a password reset", "my profile"],
+}
+SYMMETRIC = [
+    "This isn't about {y}, it's about {x}.", "I'm not asking about {y}; I need help with {x}.",
+    "My question is about {x}, not {y}.", "Nothing is wrong with {y}. What I need sorted is {x}.",
+    "I don't need {y}. I need help with {x}.", "Please ignore {y}; this message is about {x}.",
+    "It's {x} I'm writing about, not {y}.", "Not {y} - {x}, please.",
+    "I'm not worried about {y} at all; it's {x} that needs looking at.",
+]
 SHORT = {
     "delivery": ["parcel still missing, order {order}", "where is my {product}?", "order {order} not arrived yet",
                  "tracking stuck since {weekday}", "courier left my parcel at the wrong house",
                  "need to change delivery address", "{product} delivery late again",
                  "driver never came, order {order}", "parcel marked delivered but not here",
-                 "half my order missing", "any news on my {product}?", "still waiting for order {order}"],
+                 "half my order missing", "any news on my {product}?", "still waiting for order {order}", "order {order} - where is it??", "box never came", "nothing delivered yet, order {order}", "courier says delivered, it isn't", "{product} not here yet, paid on {date}", "no sign of my order", "{courier} lost my order?", "is order {order} on its way?"],
     "returns": ["want to return my {product}", "need a returns label please", "how do I send back the {product}?",
                 "wrong colour sent, want an exchange", "{product} arrived broken, want a refund",
                 "return for order {order} - any news?", "collection for my return never came",
                 "changed my mind about the {product}", "can I return an opened {product}?",
-                "sent the {product} back, did you get it?"],
+                "sent the {product} back, did you get it?", "send back {product} please", "don't want the {product} any more", "exchange please, wrong size", "{product} not as pictured, money back?", "wrong item in order {order}", "can I swap the {product}?", "{product} came broken, what now"],
     "payment": ["charged twice for order {order}", "card declined at checkout", "discount code {code} not working",
                 "need VAT invoice for order {order}", "refund issued but not on my card",
                 "paid but order says unpaid", "why was I charged £{price}?", "gift card balance not used",
-                "double payment on my {card}", "charged for delivery, should be free"],
+                "double payment on my {card}", "charged for delivery, should be free", "charged wrong amount for order {order}", "money taken twice", "refund not in my bank yet", "card keeps failing", "paid twice??", "order {order} invoice please", "voucher not taken off", "why two payments on my account?"],
     "warranty": ["{durable} stopped working after {months} months", "is my {durable} still under guarantee?",
                  "warranty claim for my {durable}", "{durable} motor dead, bought last year",
                  "spare {part} needed under warranty", "repair update? sent my {durable} on {date}",
-                 "{durable} broken after a year, covered?", "lost my guarantee card"],
+                 "{durable} broken after a year, covered?", "lost my guarantee card", "{durable} broke after {months} months", "repair please, {durable} dead", "{durable} faulty again", "{durable} {fault}, bought in {month} last year", "guarantee on {durable}?", "fix or replace my {durable}?"],
     "account": ["cant log in", "password reset email not arriving", "please delete my account",
                 "change my email to {email}", "unsubscribe me please", "missing loyalty points, order {order}",
                 "account locked", "two accounts, please merge", "cannot sign in since {weekday}",
-                "remove my saved card please", "update my address on my account"],
+                "remove my saved card please", "update my address on my account", "can't get into my account", "login not working", "my loyalty card isn't linked to my account", "stop sending me emails", "reset link broken", "wrong name on my account", "order history gone from my account", "forgot my password"],
 }
 TWO_TOPIC_FORMS = [
     # {a}: the matter to act on, {b}: the one only mentioned; {ask} asks about {a}
@@ -541,7 +604,7 @@ BOUNDARY_RULES = {team: [name for name, rule in BOUNDARY.items() if team in rule
 MISSPELL = {"receive": "recieve", "received": "recieved", "address": "adress", "guarantee": "garantee",
             "warranty": "warrenty", "definitely": "definately", "paid": "payed", "password": "pasword",
             "account": "acount", "delivery": "delivary", "separate": "seperate", "which": "wich",
-            "until": "untill", "tomorrow": "tommorow", "refund": "refund", "parcel": "parcle",
+            "until": "untill", "tomorrow": "tommorow", "refund": "refnud", "parcel": "parcle",
             "courier": "currier", "because": "becuase", "really": "realy", "arrived": "arived",
             "payment": "paymant", "broken": "broke", "please": "pls", "thanks": "thx",
             "whether": "wether", "business": "buisness", "necessary": "neccessary", "there": "their",
@@ -578,12 +641,14 @@ def frame(rng, body, greet=0.7, context=0.45, close=0.75):
     return parts
 
 
-def plain_body(rng, team, details=(0, 1)):
+def plain_body(rng, team, details=(0, 2)):
     topic = rng.choice(TOPICS[team])
     body = [rng.choice(topic["issue"])]
-    if rng.random() < 0.35:
+    if rng.random() < 0.4:
         body.append(rng.choice([t for t in topic["issue"] if t != body[0]]))
     body += rng.sample(DETAILS, rng.randint(*details))
+    if rng.random() < 0.5:
+        body.append(rng.choice(FEELINGS))
     body.append(rng.choice(topic["ask"]))
     return body
 
@@ -599,7 +664,7 @@ def write_short(rng, team):
 def write_long(rng, team):
     """A plain ticket with a story around it; a few run past the 120-token table."""
     body = plain_body(rng, team, details=(1, 3))
-    story = rng.sample(BACKGROUND, rng.choice([3, 3, 4, 4, 4, 5, 5, 6, 7]))
+    story = rng.sample(BACKGROUND, rng.choice([1, 2, 2, 2, 3, 3, 3, 4, 5]))
     cut = rng.randint(0, len(story))
     # the problem is usually stated early, sometimes only after the story
     body = story[:cut] + body[:-1] + story[cut:] + body[-1:]
@@ -607,18 +672,26 @@ def write_long(rng, team):
 
 
 def write_typos(rng, team):
-    return write_plain(rng, team)  # the letters are mangled after filling, in make_ticket
+    return frame(rng, plain_body(rng, team, details=(0, 1)))  # the letters are mangled after filling, in make_ticket
 
 
 def write_negation(rng, team):
+    """The ticket names another team's subject only to deny it."""
     other = rng.choice([t for t in TEAMS if t != team])
-    neg = rng.choice(NEGATABLE[other])
-    want = rng.choice(WANTS[team])
-    bare = neg[6:] if neg.startswith("about ") else neg
-    sentence = rng.choice(NEGATIONS).format(neg=neg, neg_bare=bare, want=want, Want=up(want))
-    body = [sentence]
-    if rng.random() < 0.5:  # a neutral line so that the ticket is not just the negation
-        body.insert(0, rng.choice(CONTEXTS[:8] + DETAILS[:3]))
+    kind = rng.random()
+    if kind < 0.4:  # "this is not a refund request, I only want to know where the parcel is"
+        neg, want = rng.choice(NEGATABLE[other]), rng.choice(WANTS[team])
+        bare = neg[6:] if neg.startswith("about ") else neg
+        body = [rng.choice(NEGATIONS).format(neg=neg, neg_bare=bare, want=want, Want=up(want))]
+    else:  # the same cue phrases either way round; only the order tells them apart
+        body = [rng.choice(SYMMETRIC).format(x=rng.choice(CUES[team]), y=rng.choice(CUES[other]))]
+        if kind < 0.8:  # plus the problem itself, in words of the ticket's own team
+            issue = rng.choice(rng.choice(TOPICS[team])["issue"])
+            body.insert(rng.randint(0, 1), issue)
+    if rng.random() < 0.6:  # neutral lines so that the ticket is not just the negation
+        body.insert(0, rng.choice(CONTEXTS[:8]))
+    if rng.random() < 0.5:
+        body.append(rng.choice(DETAILS))
     return frame(rng, body, context=0.2)
 
 
@@ -627,8 +700,11 @@ def write_two_topics(rng, team):
     a_topic, b_topic = rng.choice(TOPICS[team]), rng.choice(TOPICS[other])
     a, b = rng.choice(a_topic["issue"]), rng.choice(b_topic["issue"])
     form = rng.choice(TWO_TOPIC_FORMS)
-    text = form.format(a=a, b=b, a_low=low(a), b_low=low(b), ask=rng.choice(a_topic["ask"]))
-    return frame(rng, [text], context=0.2)
+    ask = rng.choice(a_topic["ask"])
+    text = form.format(a=a, b=b, a_low=low(a), b_low=low(b), ask=ask)
+    if "{ask}" not in form and rng.random() < 0.4:
+        text += " " + ask
+    return frame(rng, [text], context=0.4)
 
 
 def _ago(rng, recent):
@@ -648,10 +724,9 @@ def write_boundary(rng, team):
     if "{recent}" in sentence or "{old}" in sentence:
         sentence = sentence.replace("{recent}", _ago(rng, True)).replace("{old}", _ago(rng, False))
     body = [sentence]
-    if rng.random() < 0.4:
-        body.append(rng.choice(DETAILS))
+    body += rng.sample(DETAILS, rng.choice([0, 1, 1, 2]))
     body.append(rng.choice(rule["ask"]))
-    return frame(rng, body)
+    return frame(rng, body, context=0.6)
 
 
 WRITERS = {"plain": write_plain, "short": write_short, "long": write_long, "typos": write_typos,
@@ -661,16 +736,17 @@ WRITERS = {"plain": write_plain, "short": write_short, "long": write_long, "typo
 def misspell(rng, text):
     """Realistic slips: known misspellings, missing apostrophes, dropped, swapped, doubled letters."""
     words = text.split(" ")
-    rate = rng.uniform(0.12, 0.25)
+    rate = rng.uniform(0.35, 0.6)
     out = []
     for word in words:
         core = word.strip(".,?!:;")
         tail = word[len(core):]
-        if core.lower() in MISSPELL and rng.random() < 0.7:
+        if core.lower() in MISSPELL and rng.random() < 0.6:
             core = MISSPELL[core.lower()]
-        elif "'" in core and rng.random() < 0.7:
+        if "'" in core and rng.random() < 0.7:
             core = core.replace("'", "")
-        elif len(core) > 3 and core.isalpha() and rng.random() < rate:
+        # long words are the ones people get wrong, and they carry most of the meaning
+        elif len(core) > 3 and core.isalpha() and rng.random() < (rate if len(core) > 5 else rate / 3):
             i = rng.randrange(1, len(core) - 1)
             kind = rng.choice(["drop", "swap", "double", "near"])
             if kind == "drop":

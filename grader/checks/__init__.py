@@ -1,0 +1,49 @@
+"""What the check cells of the notebooks call.
+
+Each check takes the student's function or class, runs it on small inputs, and either prints
+"Check passed" or raises AssertionError with a message in the student's terms: what came out,
+what was expected, and the likely mistake. One module per section; this file holds the helpers
+they share.
+"""
+
+import torch
+
+
+def passed():
+    print("Check passed")
+
+
+def expect(condition, message):
+    """Fail with `message` unless `condition` holds."""
+    if not condition:
+        raise AssertionError(message)
+
+
+def call(function, *args, **kwargs):
+    """Call the student's code; an unwritten stub or a crash becomes a readable failure."""
+    name = getattr(function, "__qualname__", getattr(function, "__name__", "your code"))
+    try:
+        return function(*args, **kwargs)
+    except NotImplementedError:
+        raise AssertionError(f"{name} is not written yet: replace `raise NotImplementedError()` "
+                             "with your code, run its cell, then this check.") from None
+    except AssertionError:
+        raise
+    except Exception as error:
+        shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else repr(a)[:30]
+                           for a in args)
+        raise AssertionError(f"{name}({shapes}) raised {type(error).__name__}: {error}") from error
+
+
+def expect_shape(tensor, shape, what):
+    expect(isinstance(tensor, torch.Tensor), f"{what} should be a tensor, got {type(tensor).__name__}")
+    expect(tuple(tensor.shape) == tuple(shape),
+           f"{what} has shape {tuple(tensor.shape)}, expected {tuple(shape)}")
+
+
+def expect_close(actual, expected, what, hint="", atol=1e-5, rtol=1e-4):
+    """Shapes equal and values allclose; the message gives the largest difference and the hint."""
+    expect_shape(actual, expected.shape, what)
+    if not torch.allclose(actual.float(), expected.float(), atol=atol, rtol=rtol):
+        gap = (actual.float() - expected.float()).abs().max().item()
+        raise AssertionError(f"{what} differs from the expected values by up to {gap:.3g}. {hint}".strip())

@@ -1,0 +1,18 @@
+"""Execute a notebook in place in its own folder, so its stored outputs are those of a fresh run."""
+
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def execute(path, timeout=600):
+    """Run every cell of the notebook at `path` in a new kernel and save it with its outputs."""
+    path = Path(path)
+    notebook = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
+    NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    nbformat.write(notebook, path)
+    return time.perf_counter() - start

@@ -1,0 +1,40 @@
+"""The set-up cell that opens every notebook, written once here.
+
+It finds the course folder (the one holding ticketnet.py) above the notebook; on Colab or Kaggle,
+where the notebook arrives alone, it clones the course and installs only what the platform lacks
+(never torch). It prints no path or version, so its output replays the same on every machine.
+"""
+
+from grader.course import COURSE_REPO
+
+TAG = "course-setup"
+
+SOURCE = f'''# Set-up: find the course (ticketnet.py, data/, grader/) or fetch it, then fix the threads.
+import importlib.util, os, subprocess, sys
+from pathlib import Path
+
+REPO = os.environ.get("COURSE_REPO", "{COURSE_REPO}")
+PLATFORM = ("Colab" if "google.colab" in sys.modules else
+            "Kaggle" if "kaggle_secrets" in sys.modules else "this computer")
+here = Path.cwd().resolve()
+COURSE = next((p for p in (here, *here.parents) if (p / "ticketnet.py").is_file()), None)
+if COURSE is None:  # the notebook was opened alone: fetch the course beside it
+    COURSE = here / "transformer-block-course"
+    if not (COURSE / "ticketnet.py").is_file():
+        print(f"Fetching the course from {{REPO}} ...")
+        fetched = subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPO, str(COURSE)])
+        if fetched.returncode != 0:
+            raise RuntimeError("Could not fetch the course. No internet? On Kaggle, switch on "
+                               "Settings > Internet (it needs a verified phone number); elsewhere, "
+                               "download the repository and open the notebook inside it.")
+    if importlib.util.find_spec("torch") is None:
+        raise RuntimeError("PyTorch is missing: install it first (the CPU build is enough).")
+    missing = [package for module, package in [("pandas", "pandas"), ("matplotlib", "matplotlib"),
+               ("sklearn", "scikit-learn"), ("tqdm", "tqdm")] if importlib.util.find_spec(module) is None]
+    if missing:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)
+sys.path.insert(0, str(COURSE))
+
+import torch
+torch.set_num_threads(2)  # the same thread count everywhere, so the numbers replay
+print(f"Course ready on {{PLATFORM}}.")'''

@@ -1,0 +1,124 @@
+"""Every check is proven against the catalogue: each wrong answer fails its task with the message
+it must give, each alternative right answer passes, the solution passes everything, and the
+untouched release answer (the stub) fails every task.
+
+A section's solution notebook is executed once, in this process, in the notebook's folder; then
+each entry is put in place of the answer cell, the task's check cell runs, and the solution's own
+answer cell is put back. Running only the check instead of the whole notebook keeps a catalogue
+of dozens of entries within seconds. One test class per section lets pytest-xdist (--dist
+loadscope) spread the sections over the cores.
+"""
+
+import contextlib
+import io
+import os
+import time
+import traceback
+
+import nbformat
+import pytest
+
+from grader import catalogue
+from grader.course import release_notebook, solution_notebook
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+BUDGET_SECONDS = 60  # sections 1-5 must execute in under a minute on the 2-core CPU
+
+
+def nbgrader(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def answer_cells(notebook):
+    """grade_id -> source of the autograded answer cells."""
+    return {nbgrader(c)["grade_id"]: c.source for c in notebook.cells
+            if c.cell_type == "code" and nbgrader(c).get("solution") and not nbgrader(c).get("grade")}
+
+
+class NotebookSession:
+    """A solution notebook executed once; answer cells can be swapped and checks re-run."""
+
+    def __init__(self, section):
+        path = solution_notebook(section)
+        self.notebook = nbformat.read(path, as_version=4)
+        self.answers = answer_cells(self.notebook)
+        self.checks = {nbgrader(c)["grade_id"]: c.source for c in self.notebook.cells
+                       if c.cell_type == "code" and nbgrader(c).get("grade") and not nbgrader(c).get("solution")}
+        self.namespace = {"__name__": "__main__"}
+        self.folder = path.parent
+        start = time.perf_counter()
+        for cell in self.notebook.cells:
+            if cell.cell_type == "code":
+                self.run(cell.source)
+        self.seconds = time.perf_counter() - start
+
+    def run(self, source):
+        with contextlib.chdir(self.folder), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            exec(compile(source, "<cell>", "exec"), self.namespace)
+
+    def verdict(self, name, answer):
+        """None when the check of `name` passes with `answer` in its cell, else the failure text."""
+        try:
+            self.run(answer)
+            self.run(self.checks[f"test_{name}"])
+            return None
+        except Exception as error:  # noqa: BLE001 - any failure is the student's verdict
+            return "".join(traceback.format_exception_only(type(error), error))
+        finally:
+            self.run(self.answers[name])
+
+
+_sessions = {}
+
+
+def session(section):
+    if section not in _sessions:
+        _sessions[section] = NotebookSession(section)
+    return _sessions[section]
+
+
+class CatalogueOfASection:
+    SECTION = None
+
+    def test_solution_executes_within_budget_and_passes_every_check(self):
+        run = session(self.SECTION)
+        assert run.seconds < BUDGET_SECONDS, f"{self.SECTION} took {run.seconds:.1f} s in-process"
+        for name, answer in run.answers.items():
+            assert run.verdict(name, answer) is None, f"the solution fails its own check {name}"
+
+    def test_untouched_release_answer_fails_every_check_and_says_it_is_not_written(self):
+        run = session(self.SECTION)
+        release = answer_cells(nbformat.read(release_notebook(self.SECTION), as_version=4))
+        assert release.keys() == run.answers.keys()
+        for name, stub in release.items():
+            message = run.verdict(name, stub)
+            assert message is not None, f"the untouched release passes the check of {name}"
+            assert "not written yet" in message, message
+
+    def test_wrong_answer_loses_the_task_with_its_message(self, wrong):
+        message = session(self.SECTION).verdict(wrong.name, wrong.code)
+        assert message is not None, f"wrong answer accepted: {wrong.mistake}"
+        missing = [word for word in wrong.expect if word.lower() not in message.lower()]
+        assert not missing, f"the message lacks {missing}:\n{message}"
+
+    def test_alternative_right_answer_keeps_full_marks(self, right):
+        message = session(self.SECTION).verdict(right.name, right.code)
+        assert message is None, f"right answer refused ({right.variant}):\n{message}"
+
+
+def pytest_generate_tests(metafunc):
+    section = getattr(metafunc.cls, "SECTION", None)
+    if section is None:
+        return
+    wrong, right = catalogue.load(section)
+    if "wrong" in metafunc.fixturenames:
+        metafunc.parametrize("wrong", wrong, ids=[f"{e.name}: {e.mistake}" for e in wrong])
+    if "right" in metafunc.fixturenames:
+        metafunc.parametrize("right", right, ids=[f"{e.name}: {e.variant}" for e in right])
+
+
+for _section in catalogue.MODULES:
+    if catalogue.has_entries(_section):
+        _name = "TestCatalogue_" + _section.replace("-", "_")
+        globals()[_name] = type(_name, (CatalogueOfASection,), {"SECTION": _section})
