@@ -16,6 +16,7 @@ import csv
 import hashlib
 import io
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -426,10 +427,6 @@ CLOSINGS = ["Thanks, {first}", "Thank you, {first} {last}", "Kind regards, {firs
 BACKGROUND = [
     "We've been doing up the garden since {season} and this was the last piece.",
     "My {relative} recommended Larkfield after buying a {product2} from you.",
-    "I've always found your returns easy in the past, so this is a surprise.",
-    "I paid with my {card} as usual.", "I've had an account with you for {years} years.",
-    "Last time the delivery was quick, which is why I ordered again.",
-    "The guarantee on my old {durable} ran out long ago, which is why I bought a new one.",
     "We're having a party on {date} and wanted everything ready by then.",
     "I also bought a {product2}, which is fine.", "The weather here in {town} has been awful.",
     "I work shifts, so I'm not always around during the day.",
@@ -447,6 +444,40 @@ BACKGROUND = [
     "I don't use social media, so email is best.", "My email is {email} in case you need it.",
     "I've been a customer since you opened the {town} branch.",
 ]
+
+# Harmless mentions of each team's subject, put into long tickets of the *other* teams.
+ASIDES = {
+    "delivery": ["Your courier is usually brilliant, so no complaints there.",
+                 "The last parcel from you came a day early.",
+                 "I know deliveries are busy at this time of year.",
+                 "{courier} brought my last order and the driver was lovely.",
+                 "Last time the delivery was quick, which is why I ordered again."],
+    "returns": ["Last year I returned a {product2} and the refund came quickly.",
+                "I've sent things back to you before without any fuss.",
+                "I know your returns policy gives me 30 days.",
+                "I've always found your returns easy in the past, so this is a surprise.",
+                "I kept the receipt in case I ever needed to return anything."],
+    "payment": ["I paid with my {card} as usual.", "The payment went through without any problem.",
+                "I had a £{small} voucher which came off nicely.",
+                "The invoice arrived by email straight away.",
+                "I wasn't charged for delivery, which was nice."],
+    "warranty": ["My old {durable} was repaired under guarantee years ago.",
+                 "The guarantee on my old {durable} ran out long ago, which is why I bought a new one.",
+                 "I registered the warranty online the day it came.",
+                 "Your repair service fixed my {relative}'s {durable} last year.",
+                 "Everything else I've bought from you has outlasted its warranty."],
+    "account": ["I've had an account with you for {years} years.",
+                "I logged in to my account to check the order.",
+                "I changed my password last month, so that's all fine.",
+                "My loyalty points came through as normal.",
+                "My account details are all up to date."],
+}
+
+# How long tickets tell an old, settled problem (of another team) in passing.
+HISTORY = ["Back in {{month}}, {old} You sorted that out quickly, thank you.",
+           "This isn't the first hiccup: last {{season}} {old} That one was resolved.",
+           "A while ago {old} Your team fixed it, so that's history.",
+           "(Previously {old} but that was dealt with.)"]
 
 # What the other teams' topics sound like, for negation: "this is not <phrase>".
 NEGATABLE = {
@@ -578,8 +609,8 @@ BOUNDARY = {
         "returns": ["I sent the {product} back on {date} and you haven't confirmed receiving it yet.",
                     "The returned {product} was posted on {date}, but I've had no email to say it arrived.",
                     "I returned the {product} on {date}; the tracking says your warehouse got it, but nothing since."],
-        "payment": ["I sent the {product} back on {date} and your email says the refund was issued on {date2}.",
-                    "The returned {product} was confirmed as received and refunded on {date2}, but {bank} shows nothing.",
+        "payment": ["I sent the {product} back on {date} and your email says the refund was issued {days} days later.",
+                    "The returned {product} was confirmed as received and refunded on {weekday}, but {bank} shows nothing.",
                     "I got your refund confirmation for the returned {product} on {weekday}, but the amount was wrong."],
         "ask": ["When will I see my refund?", "Where is my money?", "Please sort out my refund.",
                 "How long does the refund take?"],
@@ -617,6 +648,14 @@ NEIGHBOURS = dict(zip("qwertyuiopasdfghjklzxcvbnm", "wqrtyuiopoasdfghjklkzxcvbn"
 # ---------------------------------------------------------------------------------------------
 
 
+_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[^\w\s]")  # ticketnet.tokenize's pattern (a test checks)
+
+
+def count_tokens(text):
+    """The number of tokens ticketnet.tokenize makes of text (words and punctuation marks)."""
+    return len(_TOKEN.findall(text.lower()))
+
+
 def low(template):
     """Lower-case the first letter of a sentence that is being joined into another one."""
     if template[:1] == "{" or template.startswith(("I ", "I'")) or template[1:2].isupper():
@@ -628,23 +667,24 @@ def up(template):
     return template[:1].upper() + template[1:]
 
 
-def frame(rng, body, greet=0.7, context=0.45, close=0.75):
+def frame(rng, body, greet=0.8, context=0.55, close=0.85):
     """Wrap the body sentences in an optional greeting, context line and closing."""
     parts = []
     if rng.random() < greet:
         parts.append(rng.choice(GREETINGS))
     if rng.random() < context:
-        parts.append(rng.choice(CONTEXTS))
+        parts += rng.sample(CONTEXTS, 1 if rng.random() < 0.75 else 2)
     parts += body
     if rng.random() < close:
         parts.append(rng.choice(CLOSINGS))
     return parts
 
 
-def plain_body(rng, team, details=(0, 2)):
+def plain_body(rng, team, details=(0, 2), second=0.5):
+    """The problem, sometimes a second sentence about it, some details and a request."""
     topic = rng.choice(TOPICS[team])
     body = [rng.choice(topic["issue"])]
-    if rng.random() < 0.4:
+    if rng.random() < second:
         body.append(rng.choice([t for t in topic["issue"] if t != body[0]]))
     body += rng.sample(DETAILS, rng.randint(*details))
     if rng.random() < 0.5:
@@ -653,29 +693,42 @@ def plain_body(rng, team, details=(0, 2)):
     return body
 
 
-def write_plain(rng, team):
+def write_plain(rng, team, facts):
     return frame(rng, plain_body(rng, team))
 
 
-def write_short(rng, team):
-    return [rng.choice(SHORT[team])]
+def write_short(rng, team, facts):
+    return [rng.choice(SHORT[team])]  # some get typed in a hurry too, in make_ticket
 
 
-def write_long(rng, team):
-    """A plain ticket with a story around it; a few run past the 120-token table."""
-    body = plain_body(rng, team, details=(1, 3))
-    story = rng.sample(BACKGROUND, rng.choice([1, 2, 2, 2, 3, 3, 3, 4, 5]))
-    cut = rng.randint(0, len(story))
-    # the problem is usually stated early, sometimes only after the story
-    body = story[:cut] + body[:-1] + story[cut:] + body[-1:]
-    return frame(rng, body, greet=0.9, context=0.8, close=0.95)
+def write_long(rng, team, facts):
+    """A plain ticket inside a story that mentions other teams' subjects in passing.
+
+    The length is drawn first: about 7% of long tickets run past the 120-token table, and
+    then the request at the end is what truncation cuts off."""
+    over = rng.random() < 0.07
+    for _ in range(200):
+        body = plain_body(rng, team, details=(1, 3), second=0.2)
+        asides = [rng.choice(ASIDES[t]) for t in rng.sample(TEAMS, rng.randint(1, 3))]
+        story = asides + rng.sample(BACKGROUND, rng.randint(1, 4))
+        if rng.random() < 0.6:  # an old problem of another team, told in the same words as a live one
+            old = rng.choice(rng.choice(TOPICS[rng.choice([t for t in TEAMS if t != team])])["issue"])
+            story.append(rng.choice(HISTORY).format(old=low(old)))
+        rng.shuffle(story)
+        cut = rng.randint(0, len(story))
+        # the problem is usually stated early, sometimes only after the story; the ask ends it
+        parts = frame(rng, story[:cut] + body[:-1] + story[cut:] + body[-1:], greet=0.9, context=0.8, close=0.95)
+        length = count_tokens(" ".join(parts).format_map(facts))
+        if (length > 120 if over else 80 <= length <= 120):
+            return parts
+    raise RuntimeError("no long ticket of the wanted length")
 
 
-def write_typos(rng, team):
-    return frame(rng, plain_body(rng, team, details=(0, 1)))  # the letters are mangled after filling, in make_ticket
+def write_typos(rng, team, facts):
+    return frame(rng, plain_body(rng, team, details=(0, 1), second=0.0))  # the letters are mangled after filling, in make_ticket
 
 
-def write_negation(rng, team):
+def write_negation(rng, team, facts):
     """The ticket names another team's subject only to deny it."""
     other = rng.choice([t for t in TEAMS if t != team])
     kind = rng.random()
@@ -685,24 +738,23 @@ def write_negation(rng, team):
         body = [rng.choice(NEGATIONS).format(neg=neg, neg_bare=bare, want=want, Want=up(want))]
     else:  # the same cue phrases either way round; only the order tells them apart
         body = [rng.choice(SYMMETRIC).format(x=rng.choice(CUES[team]), y=rng.choice(CUES[other]))]
-        if kind < 0.8:  # plus the problem itself, in words of the ticket's own team
+        if kind < 0.85:  # plus the problem itself, in words of the ticket's own team
             issue = rng.choice(rng.choice(TOPICS[team])["issue"])
             body.insert(rng.randint(0, 1), issue)
     if rng.random() < 0.6:  # neutral lines so that the ticket is not just the negation
         body.insert(0, rng.choice(CONTEXTS[:8]))
-    if rng.random() < 0.5:
-        body.append(rng.choice(DETAILS))
-    return frame(rng, body, context=0.2)
+    body += rng.sample(DETAILS + FEELINGS, rng.choice([0, 1, 1, 2, 2]))
+    return frame(rng, body, context=0.4)
 
 
-def write_two_topics(rng, team):
+def write_two_topics(rng, team, facts):
     other = rng.choice([t for t in TEAMS if t != team])
     a_topic, b_topic = rng.choice(TOPICS[team]), rng.choice(TOPICS[other])
     a, b = rng.choice(a_topic["issue"]), rng.choice(b_topic["issue"])
     form = rng.choice(TWO_TOPIC_FORMS)
     ask = rng.choice(a_topic["ask"])
     text = form.format(a=a, b=b, a_low=low(a), b_low=low(b), ask=ask)
-    if "{ask}" not in form and rng.random() < 0.4:
+    if "{ask}" not in form and rng.random() < 0.6:
         text += " " + ask
     return frame(rng, [text], context=0.4)
 
@@ -718,15 +770,15 @@ def _ago(rng, recent):
                        f"{rng.randint(40, 80)} days ago"])
 
 
-def write_boundary(rng, team):
+def write_boundary(rng, team, facts):
     rule = BOUNDARY[rng.choice(BOUNDARY_RULES[team])]
     sentence = rng.choice(rule[team])
     if "{recent}" in sentence or "{old}" in sentence:
         sentence = sentence.replace("{recent}", _ago(rng, True)).replace("{old}", _ago(rng, False))
     body = [sentence]
-    body += rng.sample(DETAILS, rng.choice([0, 1, 1, 2]))
+    body += rng.sample(DETAILS + FEELINGS, rng.choice([0, 1, 1, 2, 2]))
     body.append(rng.choice(rule["ask"]))
-    return frame(rng, body, context=0.6)
+    return frame(rng, body, context=0.7)
 
 
 WRITERS = {"plain": write_plain, "short": write_short, "long": write_long, "typos": write_typos,
@@ -736,17 +788,17 @@ WRITERS = {"plain": write_plain, "short": write_short, "long": write_long, "typo
 def misspell(rng, text):
     """Realistic slips: known misspellings, missing apostrophes, dropped, swapped, doubled letters."""
     words = text.split(" ")
-    rate = rng.uniform(0.35, 0.6)
+    rate = rng.uniform(0.5, 0.8)
     out = []
     for word in words:
         core = word.strip(".,?!:;")
         tail = word[len(core):]
-        if core.lower() in MISSPELL and rng.random() < 0.6:
+        if core.lower() in MISSPELL and rng.random() < 0.4:
             core = MISSPELL[core.lower()]
         if "'" in core and rng.random() < 0.7:
             core = core.replace("'", "")
         # long words are the ones people get wrong, and they carry most of the meaning
-        elif len(core) > 3 and core.isalpha() and rng.random() < (rate if len(core) > 5 else rate / 3):
+        elif len(core) > 3 and core.isalpha() and rng.random() < (rate if len(core) > 5 else rate / 2):
             i = rng.randrange(1, len(core) - 1)
             kind = rng.choice(["drop", "swap", "double", "near"])
             if kind == "drop":
@@ -766,8 +818,8 @@ def misspell(rng, text):
 
 def make_ticket(rng, team, style):
     facts = Facts(rng)
-    text = " ".join(WRITERS[style](rng, team)).format_map(facts)
-    if style == "typos":
+    text = " ".join(WRITERS[style](rng, team, facts)).format_map(facts)
+    if style == "typos" or (style == "short" and rng.random() < 0.4):
         text = misspell(rng, text)
     return text
 

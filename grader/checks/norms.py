@@ -1,0 +1,336 @@
+"""Checks of section 3 (03-norms): layer normalization by hand, and how far a query moves with its batch.
+
+`check_layer_norm` compares the student's `layer_norm(x, weight, bias, eps)` with PyTorch's
+F.layer_norm on inputs that include a row of tiny spread (where eps decides the result), and, when
+they differ, names the mistake by matching the output against the usual wrong formulas. Then it
+checks the two properties the section teaches: each row leaves with mean 0 and biased variance 1,
+and a row times 1000 leaves unchanged.
+
+`check_query_shift` runs the student's `query_shift(norm, batch, other)` on a "norm" whose answer is
+known exactly, then on nn.LayerNorm (the query must not move) and on BatchNorm in training mode (it
+must), and on BatchNorm in evaluation mode (it must not: running statistics).
+"""
+
+from unittest import mock
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from grader.checks import call, expect, expect_close, expect_shape, passed
+
+# ---------------------------------------------------------------------------------------------
+# layer_norm
+# ---------------------------------------------------------------------------------------------
+
+
+def _normalized(x, dims, eps, unbiased=False, eps_outside=False):
+    """(x - mean) / spread over `dims`: the right formula and the wrong ones, for diagnosis."""
+    mean = x.mean(dim=dims, keepdim=True)
+    var = x.var(dim=dims, keepdim=True, correction=1 if unbiased else 0)
+    if eps_outside:
+        return (x - mean) / (var.sqrt() + eps)
+    return (x - mean) / torch.sqrt(var + eps)
+
+
+def _wrong_versions(x, weight, bias, eps):
+    """(output, message) for each usual mistake, computed in float64."""
+    last = (x.dim() - 1,)
+    def scaled(y):
+        return y * weight + bias
+    versions = [
+        (scaled(_normalized(x, last, eps, unbiased=True, eps_outside=True)),
+         "it matches dividing by `x.std(-1) + eps`, two slips at once: `std` is unbiased by default "
+         "(it divides by d - 1, LayerNorm divides by d) and eps belongs inside the square root, "
+         "`torch.sqrt(var + eps)`."),
+        (scaled(_normalized(x, last, eps, unbiased=True)),
+         "it matches the unbiased variance (dividing by d - 1): `x.var()` and `x.std()` are unbiased "
+         "by default, LayerNorm uses the biased variance. Use `x.var(-1, unbiased=False)` "
+         "or `((x - mean) ** 2).mean(-1)`."),
+        (scaled(_normalized(x, last, eps, eps_outside=True)),
+         "it matches dividing by `std + eps`: eps belongs inside the square root, "
+         "`torch.sqrt(var + eps)`. The two agree on ordinary rows and differ on a row of tiny "
+         "spread, which this check includes."),
+        (_normalized(x, last, eps) + bias,
+         "it matches the normalized rows plus `bias` without `* weight`: multiply by weight, then add bias."),
+        (_normalized(x, last, eps) * weight,
+         "it matches the normalized rows times `weight` without `+ bias`: add bias after the scale."),
+        (_normalized(x, last, eps),
+         "it matches the normalized rows without `weight` and `bias`: finish with `* weight + bias`."),
+        (scaled(_normalized(x, tuple(range(x.dim())), eps)),
+         "it matches a mean and variance over ALL the elements of the tensor: each row (each "
+         "token) needs its own, over the last dimension only: `mean(dim=-1, keepdim=True)`."),
+        (scaled(_normalized(x, (0,), eps)),
+         "it matches statistics over dim 0, the batch (that is what BatchNorm does): LayerNorm "
+         "takes them over the last dimension, one token's features: `dim=-1`."),
+    ]
+    if x.dim() == 3:
+        versions.append((scaled(_normalized(x, (1,), eps)),
+                         "it matches statistics over dim 1, the tokens of each sequence: LayerNorm "
+                         "takes them over the last dimension, one token's features: `dim=-1`."))
+        versions.append((scaled(_normalized(x, (0, 1), eps)),
+                         "it matches statistics over the batch and the positions (that is what "
+                         "BatchNorm does): LayerNorm takes them over `dim=-1`, one token's features."))
+    return versions
+
+
+def _inputs(shape, seed):
+    """x (with a row of tiny spread and rows far from zero), weight and bias, all seeded."""
+    g = torch.Generator().manual_seed(seed)
+    d = shape[-1]
+    x = torch.randn(*shape, generator=g) * 2 + torch.randn(*shape[:-1], 1, generator=g)
+    rows = x.view(-1, d)
+    rows[1] = torch.randn(d, generator=g) * 1e-3  # near-constant row: variance ~1e-6, below eps
+    rows[-1] = torch.randn(d, generator=g) * 30 + 100  # large values far from zero
+    weight = torch.rand(d, generator=g) * 1.5 + 0.25
+    bias = torch.randn(d, generator=g)
+    return x, weight, bias
+
+
+def _run_layer_norm(layer_norm, x, weight, bias, eps):
+    """Call the student's function on copies; refuse PyTorch's own layer norm; catch keepdim slips."""
+    used = []
+
+    def refuse(*args, **kwargs):
+        used.append(True)
+        raise RuntimeError("refused")
+
+    args = (x.clone(), weight.clone(), bias.clone())
+    kwargs = {} if eps is None else {"eps": eps}
+    with mock.patch.object(F, "layer_norm", refuse), mock.patch.object(torch, "layer_norm", refuse), \
+            mock.patch.object(torch, "native_layer_norm", refuse):
+        try:
+            out = call(layer_norm, *args, **kwargs)
+        except AssertionError as error:
+            if used:
+                raise AssertionError("layer_norm called PyTorch's own layer norm (nn.LayerNorm or "
+                                     "F.layer_norm); this task is to build it by hand from the mean "
+                                     "and the variance.") from None
+            if "must match the size" in str(error):
+                raise AssertionError(f"{error}\nA shape clash like this usually means a mean or "
+                                     "variance taken without `keepdim=True`, so it cannot broadcast "
+                                     "back against x.") from None
+            raise
+    expect(not used, "layer_norm called PyTorch's own layer norm (nn.LayerNorm or F.layer_norm); "
+                     "this task is to build it by hand from the mean and the variance.")
+    expect_shape(out, x.shape, f"layer_norm(x of shape {tuple(x.shape)}, ...)")
+    expect(out.dtype == x.dtype, f"layer_norm returned {out.dtype} for a {x.dtype} input")
+    return out.detach()
+
+
+def _matches_pytorch(layer_norm, shape, seed, eps):
+    x, weight, bias = _inputs(shape, seed)
+    use = 1e-5 if eps is None else eps
+    out = _run_layer_norm(layer_norm, x, weight, bias, eps)
+    expected = F.layer_norm(x.double(), (x.shape[-1],), weight.double(), bias.double(), use)
+    if torch.allclose(out.double(), expected, atol=1e-5, rtol=1e-4):
+        return
+    gap = (out.double() - expected).abs().max().item()
+    where = f"layer_norm on x of shape {tuple(x.shape)} (eps={use:g}) differs from F.layer_norm by up to {gap:.3g}"
+    for wrong, hint in _wrong_versions(x.double(), weight.double(), bias.double(), use):
+        if torch.allclose(out.double(), wrong, atol=1e-4, rtol=1e-3):
+            raise AssertionError(f"{where}: {hint}")
+    if eps is not None:
+        default = F.layer_norm(x.double(), (x.shape[-1],), weight.double(), bias.double(), 1e-5)
+        if torch.allclose(out.double(), default, atol=1e-5, rtol=1e-4):
+            raise AssertionError(f"{where}: it matches eps=1e-5 whatever eps it is given; use the "
+                                 "`eps` argument, not a fixed number.")
+    rows = out.view(-1, x.shape[-1])
+    bad = (rows - expected.view(-1, x.shape[-1]).float()).abs().amax(1).argmax().item()
+    raise AssertionError(f"{where}, most in row {bad} (of the rows flattened to (-1, {x.shape[-1]})). "
+                         "Expected (x - mean) / sqrt(var + eps) * weight + bias with the mean and the "
+                         "biased variance of each row over the last dimension.")
+
+
+def _rows_are_standard(layer_norm, shape, seed):
+    """With weight 1 and bias 0, ordinary rows leave with mean 0 and biased variance 1."""
+    g = torch.Generator().manual_seed(seed + 1)
+    d = shape[-1]
+    x = torch.randn(*shape, generator=g) * 3 + 2
+    out = _run_layer_norm(layer_norm, x, torch.ones(d), torch.zeros(d), None).view(-1, d)
+    mean = out.mean(-1)
+    var = out.var(-1, correction=0)
+    expect(mean.abs().max().item() < 1e-4,
+           f"with weight 1 and bias 0 the rows of layer_norm's output have means up to "
+           f"{mean.abs().max().item():.3g}, expected 0: subtract each row's mean over the last dimension.")
+    # var(out) = var / (var + eps): with row variances near 9 the eps effect is about 1e-6
+    expect((var - 1).abs().max().item() < 1e-3,
+           f"with weight 1 and bias 0 the rows of layer_norm's output have biased variances from "
+           f"{var.min().item():.4f} to {var.max().item():.4f}, expected 1: divide each row by the square "
+           "root of its biased variance (plus eps).")
+
+
+def _scale_invariant(layer_norm, d, seed):
+    """A row and the row times 1000 give the same output, within what eps changes.
+
+    The row is standardized to biased variance 1 (values within about 3 of the mean). Then the
+    outputs are (x - m) / sqrt(1 + eps) and (x - m) / sqrt(1 + eps / 1e6): they differ by a factor
+    of about 1 + eps / 2 = 1 + 5e-6, at most 5e-6 * 3 = 1.5e-5 in absolute terms, and float32
+    rounding adds ~1e-6. A tolerance of 1e-4 leaves a margin of more than 5 and still catches any
+    formula that leaves a trace of the scale (a factor 1000 or 1/1000 off).
+    """
+    g = torch.Generator().manual_seed(seed + 2)
+    row = torch.randn(1, d, generator=g)
+    row = (row - row.mean()) / row.std(correction=0) + 0.5
+    ones, zeros = torch.ones(d), torch.zeros(d)
+    small = _run_layer_norm(layer_norm, row, ones, zeros, None)
+    big = _run_layer_norm(layer_norm, row * 1000, ones, zeros, None)
+    gap = (small - big).abs().max().item()
+    expect(gap < 1e-4, f"layer_norm(row) and layer_norm(row * 1000) differ by up to {gap:.3g} (weight 1, "
+                       "bias 0); a layer norm removes the scale of a row, so they should agree within "
+                       "1e-4 (eps alone changes them by about 1.5e-5).")
+
+
+def check_layer_norm(layer_norm, shapes=((3, 8), (2, 5, 16)), seed=0, eps=None):
+    """layer_norm(x, weight, bias[, eps]) equals F.layer_norm on every shape in `shapes` (eps=None:
+    the default, not passed), rows leave with mean 0 and variance 1, and the scale of a row is gone."""
+    for i, shape in enumerate(shapes):
+        _matches_pytorch(layer_norm, tuple(shape), seed + i, eps)
+    for i, shape in enumerate(shapes):
+        _rows_are_standard(layer_norm, tuple(shape), seed + i)
+    _scale_invariant(layer_norm, shapes[0][-1], seed)
+    passed()
+
+
+# ---------------------------------------------------------------------------------------------
+# query_shift
+# ---------------------------------------------------------------------------------------------
+
+
+class TokenBatchNorm(nn.Module):
+    """nn.BatchNorm1d over the features of (b, s, d) tensors: BatchNorm1d reads (b, d, s), so the
+    features go to dim 1 and back. In training mode each feature's mean and variance are taken
+    over every ticket and every position of the batch, pads included."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(d)
+
+    def forward(self, h):  # (b, s, d)
+        return self.bn(h.transpose(1, 2)).transpose(1, 2)
+
+
+class AddBatchMean(nn.Module):
+    """Not a norm: adds each feature's mean over the batch and the positions, so the shift of row 0
+    between two batches is known exactly."""
+
+    def forward(self, h):  # (b, s, d)
+        return h + h.mean(dim=(0, 1), keepdim=True)
+
+
+def _expected_shift(norm, batch, other):
+    with torch.no_grad():
+        a, b = norm(batch)[0], norm(other)[0]
+        n = min(a.shape[0], b.shape[0])
+        return (a[:n] - b[:n]).abs().max().item()
+
+
+def _shift(query_shift, norm, batch, other):
+    result = call(query_shift, norm, batch.clone(), other.clone())
+    expect(not isinstance(result, torch.Tensor),
+           f"query_shift returned a tensor {tuple(result.shape) if isinstance(result, torch.Tensor) else ''}; "
+           "return a Python float, e.g. with `.item()`.")
+    expect(isinstance(result, float) and not isinstance(result, bool),
+           f"query_shift returned {type(result).__name__}, expected a Python float (use `.item()`).")
+    return result
+
+
+def _known_batches(widths_differ=False):
+    """batch and other share row 0; other's row 1 holds v = [6, -4, 2, 0] at each position, batch's
+    is 0. With AddBatchMean, row 0 moves by v / 2 per feature (max 3), row 1 by 1.5 v (max 9)."""
+    row0 = torch.tensor([[1.0, 2.0, -1.0, 0.5], [0.0, -3.0, 4.0, 1.0]])
+    v = torch.tensor([6.0, -4.0, 2.0, 0.0])
+    batch = torch.stack([row0, torch.zeros(2, 4)])
+    other = torch.stack([row0, v.expand(2, 4)])
+    if widths_differ:  # other carries one more pad position (zeros) after every row
+        other = torch.cat([other, torch.zeros(2, 1, 4)], dim=1)
+    return batch, other
+
+
+def _check_known(query_shift, widths_differ):
+    norm = AddBatchMean()
+    batch, other = _known_batches(widths_differ)
+    got = _shift(query_shift, norm, batch, other)
+    want = _expected_shift(norm, batch, other)
+    if abs(got - want) <= 1e-6 * max(1.0, want):
+        return
+    what = (f"With a test 'norm' that adds the batch mean, row 0 of a (2, 2, 4) batch moves by up to "
+            f"{want:g} when only row 1 changes (the other batch has shape {tuple(other.shape)}), "
+            f"but query_shift returned {got:g}.")
+    with torch.no_grad():
+        a, b = norm(batch), norm(other)
+        n = min(a.shape[1], b.shape[1])
+        diff = a[0, :n] - b[0, :n]
+        whole = (a[:, :n] - b[:, :n]).abs()
+    if abs(got - whole.max().item()) < 1e-6 * max(1.0, got):
+        raise AssertionError(f"{what} That is the largest difference over the whole batches: "
+                             "compare row 0 only, `norm(batch)[0]` with `norm(other)[0]`.")
+    if abs(got - diff.abs().mean().item()) < 1e-6 or abs(got - whole.mean().item()) < 1e-6:
+        raise AssertionError(f"{what} That is the mean absolute difference; the task asks for the "
+                             "largest one, `.max()`.")
+    if abs(got - diff.max().item()) < 1e-6:
+        raise AssertionError(f"{what} That is the largest signed difference: take `.abs()` before "
+                             "`.max()`, a move down counts as much as a move up.")
+    raise AssertionError(f"{what} Expected the largest absolute difference between `norm(batch)[0]` "
+                         "and `norm(other)[0]` over the positions both have.")
+
+
+def _ticket_batches(seed, b, s, d, extra_pads):
+    """Two embedded-like batches sharing row 0: different neighbours, and `extra_pads` more pad
+    columns (zero vectors) in `other`."""
+    g = torch.Generator().manual_seed(seed)
+    query = torch.randn(s, d, generator=g)
+    query[s - 2:] = 0  # the query's own last two positions are pads
+    batch = torch.cat([query[None], torch.randn(b - 1, s, d, generator=g)])
+    neighbours = torch.randn(b - 1, s, d, generator=g) * 2 + 1
+    neighbours[:, s // 2:] = 0  # shorter neighbours: more padding
+    other = torch.cat([query[None], neighbours])
+    other = torch.cat([other, torch.zeros(b, extra_pads, d)], dim=1)
+    return batch, other
+
+
+def check_query_shift(query_shift, seed=0, b=4, s=6, d=8, extra_pads=3):
+    """query_shift returns a float; the exact shift for a known 'norm'; 0 for nn.LayerNorm; clearly
+    non-zero for BatchNorm in training mode; 0 for BatchNorm in evaluation mode."""
+    _check_known(query_shift, widths_differ=False)
+    _check_known(query_shift, widths_differ=True)
+
+    batch, other = _ticket_batches(seed, b, s, d, extra_pads)
+    torch.manual_seed(seed)
+    layer = nn.LayerNorm(d)
+    with torch.no_grad():
+        layer.weight.uniform_(0.5, 1.5)
+        layer.bias.normal_()
+    moved = _shift(query_shift, layer, batch, other)
+    expect(moved < 1e-6,
+           f"query_shift says nn.LayerNorm moved the query by {moved:.3g}, but LayerNorm normalizes "
+           "each token with its own features, so row 0 must not move at all (0). Did you compare "
+           "whole batches, or token 0 of every row (`[:, 0]`) instead of row 0 (`[0]`)?")
+
+    bn = TokenBatchNorm(d).train()
+    moved = _shift(query_shift, bn, batch, other)
+    if not bn.training:
+        raise AssertionError("query_shift put the norm in evaluation mode (`norm.eval()`): BatchNorm "
+                             "then uses its running statistics and no longer depends on the batch, so "
+                             "the shift vanishes. Batch statistics are only used in training mode: use "
+                             "the norm in the mode it is given.")
+    expect(moved > 1e-2,
+           f"query_shift says BatchNorm (training mode) moved the query by only {moved:.3g}; in training "
+           "mode it takes each feature's statistics over the whole batch, so changing the other rows "
+           "must move row 0. Pass the WHOLE batch to the norm and take row 0 of its output (not "
+           "`norm(batch[:1])`), and keep the norm in training mode: batch statistics are only used there.")
+
+    # Evaluation mode: running statistics, the same for both batches, so nothing moves.
+    frozen = TokenBatchNorm(d)
+    with torch.no_grad():
+        frozen(torch.randn(b, s, d, generator=torch.Generator().manual_seed(seed + 1)) * 2 + 1)
+    frozen.eval()
+    moved = _shift(query_shift, frozen, batch, other)
+    expect(frozen.training is False,
+           "query_shift switched a norm that was given in evaluation mode to training mode; use the "
+           "norm in the mode it is given.")
+    expect(moved < 1e-6,
+           f"query_shift says BatchNorm in evaluation mode moved the query by {moved:.3g}; in evaluation "
+           "mode it uses its running statistics, the same for every batch, so the shift is 0. Did you "
+           "call `norm.train()`? Use the norm in the mode it is given.")
+    passed()

@@ -1,0 +1,308 @@
+"""Checks of section 2, positions: LearnedPositions, sinusoid and mean_pool.
+
+Each public function takes the student's class or function, runs it on small seeded inputs, and
+prints "Check passed" or raises AssertionError naming the likely mistake. The checks compare with
+the contract of COURSE.md (row 2), never with numbers printed on another machine:
+
+- LearnedPositions adds row p of one trainable (max_len, d_model) table to the token at position p,
+  the same for every row of the batch, accepts exactly max_len tokens, refuses more with an error
+  that names the limit and the length, and makes a reordered query pool to another vector;
+- sinusoid is the interleaved sin/cos table of the original transformer (base 10000, angle
+  pos / 10000^(2i/d) shared by columns 2i and 2i+1), every row of norm sqrt(d/2);
+- mean_pool averages the real tokens only, wherever the pads are and whatever they hold.
+"""
+
+import math
+import re
+
+import torch
+from torch import nn
+
+from grader.checks import call, expect, expect_close, expect_shape, passed
+
+# ---------------------------------------------------------------------------------------------
+# LearnedPositions
+# ---------------------------------------------------------------------------------------------
+
+
+def _names_number(message, number):
+    return re.search(rf"(?<!\d){number}(?!\d)", message) is not None
+
+
+def _forward(module, h, max_len):
+    """Run the module on a length the table holds; any error becomes a message with a hint."""
+    s = h.shape[1]
+    try:
+        return module(h)
+    except NotImplementedError:
+        raise AssertionError("LearnedPositions.forward is not written yet: replace "
+                             "`raise NotImplementedError()` with your code, run its cell, then "
+                             "this check.") from None
+    except Exception as error:  # noqa: BLE001 - any crash is the student's verdict
+        raise AssertionError(
+            f"LearnedPositions({max_len}, {h.shape[2]}) raised {type(error).__name__} ({error}) on "
+            f"h of shape {tuple(h.shape)}, a sequence of {s} tokens that the table of {max_len} rows "
+            "holds. forward receives the token vectors h (batch, s, d_model) as floats: look up the "
+            "rows of the positions torch.arange(s) with s = h.shape[1], not the values of h (they "
+            "are not token ids) nor another dimension, and add them to h.") from error
+
+
+def _find_table(module, max_len, d_model):
+    tables = [p for p in module.parameters() if tuple(p.shape) == (max_len, d_model)]
+    shapes = [tuple(p.shape) for p in module.parameters()]
+    expect(len(tables) == 1,
+           f"LearnedPositions({max_len}, {d_model}) should hold one trainable table of shape "
+           f"({max_len}, {d_model}), one row per position; its parameters have shapes {shapes}.")
+    return tables[0]
+
+
+def _order_is_visible(module, d_model, seed):
+    """A query and its reversal through one head of attention and a mean: the same pooled vector
+    without positions, another one with the module's positions added."""
+    from ticketnet import attention
+    generator = torch.Generator().manual_seed(seed + 1)
+    tokens = torch.randn(1, 6, d_model, generator=generator)
+    reordered = tokens[:, [5, 2, 0, 4, 1, 3]]
+    project = [torch.randn(d_model, d_model, generator=generator) / math.sqrt(d_model) for _ in range(3)]
+
+    def pooled(h):
+        q, k, v = (h @ w for w in project)
+        return attention(q, k, v)[0].mean(1)
+
+    with torch.no_grad():
+        blind = (pooled(tokens) - pooled(reordered)).abs().max().item()
+        placed = (pooled(module(tokens)) - pooled(module(reordered))).abs().max().item()
+    expect(blind < 1e-4, "internal: attention without positions should be order-blind")
+    expect(placed > 1e-3,
+           "a query and the same tokens reordered still give the same pooled vector (largest "
+           f"difference {placed:.2e}) through attention and a mean with your positions added: "
+           "the position vectors must depend on the position and be added to the tokens.")
+
+
+def check_learned_positions(LearnedPositions, max_len=120, d_model=64, batch=3, lengths=(7, 1),
+                            seed=0):
+    """LearnedPositions(max_len, d_model): table, parameter count, h + row p at position p, the
+    same for every row, exactly max_len tokens accepted, more refused naming the limit and the
+    length, and order made visible to attention + mean pooling."""
+    module = call(LearnedPositions, max_len, d_model)
+    expect(isinstance(module, nn.Module),
+           f"LearnedPositions({max_len}, {d_model}) should be an nn.Module (class LearnedPositions"
+           f"(nn.Module) with super().__init__()), got {type(module).__name__}")
+    count = sum(p.numel() for p in module.parameters())
+    expect(count > 0,
+           f"LearnedPositions({max_len}, {d_model}) has no trainable parameters: a table stored as "
+           "a plain tensor is not learned; wrap it in nn.Parameter(...) or use nn.Embedding.")
+    expect(count == max_len * d_model,
+           f"LearnedPositions({max_len}, {d_model}) has {count:,} parameters, expected "
+           f"{max_len * d_model:,} = max_len x d_model: one ({max_len}, {d_model}) table and nothing "
+           "else (no bias, no Linear).")
+    table = _find_table(module, max_len, d_model)
+    expect(table.requires_grad, "the position table should be trainable (requires_grad=True)")
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        table.copy_(torch.randn(max_len, d_model, generator=generator))
+    rows = table.detach().clone()
+
+    for s in (*lengths, max_len):
+        h = torch.randn(batch, s, d_model, generator=generator)
+        original = h.clone()
+        out = _forward(module, h, max_len)
+        expect(torch.equal(h, original),
+               "LearnedPositions changed its input h in place (h += ... or h.add_): return "
+               "h + positions as a new tensor, the caller still needs h.")
+        expected = original + rows[:s]
+        if isinstance(out, torch.Tensor) and tuple(out.shape) == (s, d_model) and batch != s:
+            raise AssertionError(
+                f"the output has shape {(s, d_model)}, the position vectors alone; expected "
+                f"{(batch, s, d_model)}: add them to h, return h + positions.")
+        expect_shape(out, (batch, s, d_model), f"LearnedPositions on h of shape {tuple(h.shape)}")
+        out = out.detach()
+        if torch.allclose(out, original):
+            raise AssertionError("the output is h unchanged: the position vectors were never added.")
+        if torch.allclose(out, rows[:s].expand_as(out)):
+            raise AssertionError("the output is the position vectors alone, without the tokens: "
+                                 "add them to h, return h + positions.")
+        added = out - original
+        expect(torch.allclose(added, added[:1].expand_as(added), atol=1e-5),
+               f"the vector added at a position differs between the rows of the batch: every row "
+               f"gets the same vectors, those of positions 0..{s - 1}. Did you index the table by "
+               "the row of the batch (torch.arange(h.shape[0])) instead of the position?")
+        expect_close(out, expected, f"LearnedPositions on h of shape {tuple(h.shape)}",
+                     hint="Position p should get row p of the table: h + table[:s] with s = h.shape[1] "
+                          "(or the embedding of torch.arange(s)).")
+
+    if max_len >= 6:
+        _order_is_visible(module, d_model, seed)
+
+    for s in (max_len + 1, max_len + 9):
+        h = torch.randn(1, s, d_model, generator=generator)
+        try:
+            module(h)
+        except NotImplementedError:
+            raise AssertionError("LearnedPositions.forward is not written yet.") from None
+        except (ValueError, IndexError) as error:
+            message = str(error)
+            expect(_names_number(message, max_len) and _names_number(message, s),
+                   f"a sequence of {s} tokens raised {type(error).__name__}: {message!r}, which does "
+                   f"not name the limit ({max_len} positions) and the length asked for ({s}). Check "
+                   "the length before the lookup and raise ValueError(f\"cannot read {s} tokens, "
+                   "the position table has {max_len}\") with both numbers.")
+            continue
+        except Exception as error:  # noqa: BLE001
+            raise AssertionError(
+                f"a sequence of {s} tokens, longer than the table of {max_len}, raised "
+                f"{type(error).__name__} ({error}); check the length yourself and raise a ValueError "
+                "whose message names the limit and the length.") from error
+        raise AssertionError(f"a sequence of {s} tokens, longer than the table of {max_len} rows, "
+                             "raised no error: it has no position vectors past the table; raise a "
+                             "ValueError that names the limit and the length.")
+    passed()
+
+
+# ---------------------------------------------------------------------------------------------
+# sinusoid
+# ---------------------------------------------------------------------------------------------
+
+
+def reference_sinusoid(length, d, base=10000.0, exponent=lambda i2, d: i2 / d):
+    """The interleaved table in float64; `base` and `exponent` make the known wrong variants."""
+    pos = torch.arange(length, dtype=torch.float64)[:, None]  # (length, 1)
+    i2 = torch.arange(0, d, 2, dtype=torch.float64)  # the even columns 2i
+    angle = pos / base ** exponent(i2, d)  # (length, d/2)
+    table = torch.zeros(length, d, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle)
+    return table
+
+
+def _close(a, b, atol):
+    return torch.allclose(a.double(), b, atol=atol, rtol=0)
+
+
+def check_sinusoid(sinusoid, length=50, d=64, atol=5e-4):
+    """sinusoid(length, d): shape, position 0 = [0, 1, 0, 1, ...], row norms sqrt(d/2) and the
+    formula (angles in float32 lose about 1e-7 per unit of angle, hence atol)."""
+    table = call(sinusoid, length, d)
+    expect(isinstance(table, torch.Tensor),
+           f"sinusoid({length}, {d}) should return a tensor, got {type(table).__name__}")
+    if tuple(table.shape) == (d, length) and d != length:
+        raise AssertionError(f"sinusoid({length}, {d}) has shape {(d, length)}: one row per position "
+                             f"is expected, shape {(length, d)} (transposed?).")
+    expect_shape(table, (length, d), f"sinusoid({length}, {d})")
+    expect(table.is_floating_point(), f"sinusoid({length}, {d}) should hold floats, got {table.dtype}")
+    table = table.detach()
+    right = reference_sinusoid(length, d)
+
+    row0 = table[0].double()
+    if _close(row0, torch.tensor([1.0, 0.0] * (d // 2), dtype=torch.float64), 1e-6):
+        raise AssertionError("position 0 reads [1, 0, 1, 0, ...]: sin and cos are swapped. Even "
+                             "columns 2i hold the sin, odd columns 2i+1 the cos (row 0 is [0, 1, 0, 1, ...]).")
+    if d > 2 and _close(row0, torch.tensor([0.0] * (d // 2) + [1.0] * (d // 2), dtype=torch.float64), 1e-6):
+        raise AssertionError("position 0 reads [0, 0, ..., 1, 1, ...]: the sines fill the first half "
+                             "and the cosines the second. The contract interleaves them: "
+                             "table[:, 0::2] = sin, table[:, 1::2] = cos, the pair 2i, 2i+1 sharing one angle.")
+    expect(_close(row0, right[0], 1e-6),
+           f"position 0 should read [0, 1, 0, 1, ...] (sin 0 = 0, cos 0 = 1); it starts "
+           f"{[round(x, 3) for x in row0[:4].tolist()]}. Do the positions start at 0?")
+
+    norms = table.double().norm(dim=1)
+    expect(torch.allclose(norms, torch.full_like(norms, math.sqrt(d / 2)), atol=1e-4),
+           f"every row should have norm sqrt(d/2) = {math.sqrt(d / 2):.4f} (each pair sin, cos of "
+           f"the same angle has length 1); rows range from {norms.min():.4f} to {norms.max():.4f}. "
+           "Columns 2i and 2i+1 must share the same angle, and every column must be filled.")
+
+    if not _close(table, right, atol):
+        variants = [
+            ("i/d", dict(exponent=lambda i2, d: (i2 / 2) / d),
+             "the exponent is i/d where the contract has 2i/d (2i the even column index: "
+             "torch.arange(0, d, 2) / d)"),
+            ("base", dict(base=1000.0), "the base is 1000; the original transformer uses 10000"),
+        ]
+        for _, change, what in variants:
+            if _close(table, reference_sinusoid(length, d, **change), atol):
+                raise AssertionError(f"sinusoid({length}, {d}) matches a table where {what}.")
+        gap = (table.double() - right).abs()
+        where = divmod(int(gap.argmax()), d)
+        raise AssertionError(
+            f"sinusoid({length}, {d}) differs from sin/cos(pos / 10000^(2i/d)) by up to "
+            f"{gap.max():.3g}, first at position {where[0]}, column {where[1]}.")
+    passed()
+
+
+# ---------------------------------------------------------------------------------------------
+# mean_pool
+# ---------------------------------------------------------------------------------------------
+
+
+def _pads(lengths, s, left=()):
+    """(b, s) bool, True at padding: row r has lengths[r] real tokens, at the end for rows in `left`."""
+    pad = torch.ones(len(lengths), s, dtype=torch.bool)
+    for r, n in enumerate(lengths):
+        if r in left:
+            pad[r, s - n:] = False
+        else:
+            pad[r, :n] = False
+    return pad
+
+
+def _by_hand(h, pad):
+    return torch.stack([h[r][~pad[r]].mean(0) for r in range(len(h))])
+
+
+def _pool(mean_pool, h, pad, what):
+    h_before, pad_before = h.clone(), pad.clone()
+    out = call(mean_pool, h, pad)
+    expect(torch.equal(h, h_before) and torch.equal(pad, pad_before),
+           "mean_pool changed its input in place (masked_fill_ or h[pad] = 0?): the caller's h still "
+           "holds the token vectors afterwards; use masked_fill without the underscore, or h * mask.")
+    expect_shape(out, (h.shape[0], h.shape[2]), what)
+    return out.detach()
+
+
+def check_mean_pool(mean_pool, lengths=(6, 3, 1, 4), s=6, d=8, left=(3,), seed=0):
+    """mean_pool(h, pad): (b, d), the mean of each row's real tokens; more padding, or other pad
+    vectors, change nothing. Rows in `left` have their pads first."""
+    generator = torch.Generator().manual_seed(seed)
+    h = torch.randn(len(lengths), s, d, generator=generator)
+    pad = _pads(lengths, s, left)
+    real = (~pad).sum(1, keepdim=True).float()
+    out = _pool(mean_pool, h, pad, f"mean_pool(h {tuple(h.shape)}, pad {tuple(pad.shape)})")
+    expected = _by_hand(h, pad)
+    if not torch.allclose(out, expected, atol=1e-5):
+        keep = (~pad).unsqueeze(-1).float()
+        if torch.allclose(out, h.mean(1), atol=1e-5):
+            raise AssertionError("mean_pool returned the plain mean over every position, pads "
+                                 "included: average only the real tokens (where pad is False).")
+        if torch.allclose(out, (h * keep).sum(1) / s, atol=1e-5):
+            raise AssertionError("mean_pool summed the real tokens but divided by the padded length "
+                                 f"s = {s}: divide each row by its number of real tokens, (~pad).sum(1).")
+        if torch.allclose(out, (h * keep).sum(1), atol=1e-5):
+            raise AssertionError("mean_pool returned the sum of the real tokens: divide each row by "
+                                 "its number of real tokens, (~pad).sum(1).")
+        pads_mean = ((h * pad.unsqueeze(-1)).sum(1) / pad.sum(1, keepdim=True).clamp(min=1))
+        rows = pad.any(1)  # a row without pads has no mean of pads to compare
+        if torch.allclose(out[rows], pads_mean[rows], atol=1e-5, equal_nan=True):
+            raise AssertionError("mean_pool averaged the pads and left out the real tokens: pad is "
+                                 "True at padding, so keep the positions where it is False (~pad).")
+        if left and torch.allclose(out, torch.stack([h[r, :int(real[r])].mean(0) for r in range(len(h))]),
+                                   atol=1e-5):
+            raise AssertionError(
+                f"mean_pool averaged the first n tokens of each row, n the count of real tokens; row "
+                f"{left[0]} here has its pads first. Use the mask itself (True at padding), not a count.")
+        gap = (out - expected).abs().max().item()
+        worst = int((out - expected).abs().amax(1).argmax())
+        raise AssertionError(f"mean_pool differs from the mean of the real tokens by up to {gap:.3g} "
+                             f"(row {worst}, which has {int(real[worst])} real tokens of {s}).")
+
+    changed = torch.where(pad.unsqueeze(-1), 100 * torch.randn(h.shape, generator=generator), h)
+    again = _pool(mean_pool, changed, pad, "mean_pool with other pad vectors")
+    expect_close(again, out, "mean_pool with other vectors at the pads",
+                 hint="The pads' vectors must not count: the output should not move.")
+    extra = torch.randn(len(lengths), 5, d, generator=generator)
+    longer = _pool(mean_pool, torch.cat([h, extra], 1),
+                   torch.cat([pad, torch.ones(len(lengths), 5, dtype=torch.bool)], 1),
+                   "mean_pool with 5 more padding columns")
+    expect_close(longer, out, "mean_pool with 5 more padding columns",
+                 hint="More padding (a longer ticket in the batch) must not change a row's vector.")
+    passed()

@@ -1,0 +1,107 @@
+"""The notebooks as files: nbgrader structure, the set-up cell, and a release in sync with the
+solutions that gives nothing away. (nbval replays the solution notebooks themselves.)"""
+
+import re
+
+import nbformat
+import pytest
+
+from grader import release, setup_cell
+from grader.course import release_notebook, solution_notebook
+
+SECTIONS = release.sections_with_solutions()
+
+
+def read(path):
+    return nbformat.read(path, as_version=4)
+
+
+def grading(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def test_there_are_section_notebooks():
+    assert SECTIONS, "no solution notebooks found in solutions/"
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_the_first_code_cell_is_the_course_setup_cell(section):
+    for path in (solution_notebook(section), release_notebook(section)):
+        first = next(c for c in read(path).cells if c.cell_type == "code")
+        assert first.source == setup_cell.SOURCE, f"{path}: the set-up cell differs from grader/setup_cell.py"
+        assert setup_cell.TAG in first.metadata.get("tags", [])
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_each_answer_cell_is_followed_by_its_check_cell_with_points_and_hidden_tests(section):
+    cells = read(solution_notebook(section)).cells
+    ids = [grading(c)["grade_id"] for c in cells if grading(c)]
+    assert len(ids) == len(set(ids)), f"duplicate grade_id in {section}"
+    answers = [c for c in cells if c.cell_type == "code" and grading(c).get("solution") and not grading(c).get("grade")]
+    checks = {grading(c)["grade_id"]: c for c in cells if grading(c).get("grade") and not grading(c).get("solution")}
+    assert answers, f"{section} has no graded task"
+    for answer in answers:
+        name = grading(answer)["grade_id"]
+        assert "### BEGIN SOLUTION" in answer.source, f"{name}: no solution region to replace"
+        assert re.search(rf"^(def|class) {name}\b", answer.source, re.M), f"{name}: the cell must define {name}"
+        check = checks.get(f"test_{name}")
+        assert check is not None, f"{name} has no check cell test_{name}"
+        assert check.cell_type == "code" and grading(check)["points"] > 0
+        assert "### BEGIN HIDDEN TESTS" in check.source, f"test_{name} has no hidden tests"
+        assert cells.index(check) > cells.index(answer)
+    assert set(checks) == {f"test_{grading(a)['grade_id']}" for a in answers}, "a check cell without an answer"
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_written_questions_are_manually_graded_with_a_mark_scheme(section):
+    questions = [c for c in read(solution_notebook(section)).cells
+                 if c.cell_type == "markdown" and grading(c).get("solution") and grading(c).get("grade")]
+    assert 2 <= len(questions) <= 4, f"{section} has {len(questions)} knowledge-check questions"
+    for cell in questions:
+        assert grading(cell)["points"] > 0 and "Mark scheme" in cell.source, grading(cell)["grade_id"]
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_code_cells_are_plain_python_without_magics(section):
+    for cell in read(solution_notebook(section)).cells:
+        if cell.cell_type == "code":
+            assert not re.search(r"^\s*[%!]", cell.source, re.M), f"{section}: magic or shell line in\n{cell.source}"
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_solution_notebooks_are_stored_executed(section):
+    code = [c for c in read(solution_notebook(section)).cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code), f"{section}: a code cell was never executed"
+    counts = [c.execution_count for c in code]
+    assert counts == list(range(1, len(code) + 1)), f"{section}: cells were not run top to bottom in one go"
+
+
+def test_release_is_in_sync_with_the_solutions():
+    stale = release.out_of_sync()
+    assert not stale, f"run `python -m grader release`; out of sync: {stale}"
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_release_gives_away_no_solution_hidden_test_or_mark_scheme(section):
+    released = read(release_notebook(section))
+    text = "\n".join(c.source for c in released.cells)
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "Mark scheme"):
+        assert marker not in text, f"{section}: '{marker}' in the release"
+    assert all(not c.get("outputs") for c in released.cells if c.cell_type == "code")
+    secret = []
+    for cell in read(solution_notebook(section)).cells:
+        secret += re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S)
+        secret += re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", cell.source, re.S)
+        if cell.cell_type == "markdown" and grading(cell).get("solution"):
+            secret.append(cell.source)
+    for block in secret:
+        for line in block.splitlines():
+            if len(line.strip()) > 25:  # long enough to be the answer, not a bracket or `return h`
+                assert line.strip() not in text, f"{section}: release shows the hidden line {line.strip()!r}"
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_release_opens_with_colab_and_kaggle_badges(section):
+    first = read(release_notebook(section)).cells[0]
+    assert "colab.research.google.com/github/" in first.source and "kaggle.com/kernels/welcome" in first.source
+    assert f"notebooks/{section}/{section}.ipynb" in first.source
