@@ -10,6 +10,10 @@ BIN := $(VENV)/bin
 # nbval replays it and compares every output with the stored one.
 PYTEST_ARGS ?= -n auto --dist loadfile
 NOTEBOOKS := $(wildcard solutions/*/*.ipynb)
+# Section 7 and the tests read Banking77 from this folder when it exists (CI has a copy beside
+# the project); without it, ticketnet.load_banking77() downloads the pinned files.
+BANKING77_DIR ?= $(wildcard $(abspath ../shared/data/banking77))
+export BANKING77_DIR
 
 .PHONY: demo test lock clean
 

@@ -4,12 +4,35 @@ import argparse
 import sys
 
 
+def autograde(args):
+    """Autograde a class in parallel; write grades.csv, feedback/ and report.html under --out.
+
+    INPUT is a folder of notebooks (student id from each file name, see --pattern), a folder
+    holding a folder per student, or the zip an LMS hands out. Re-running grades only new or
+    changed submissions. A submission that cannot be graded scores 0 with the reason recorded.
+    Example: python -m grader autograde submissions.zip --out graded --workers 2
+    """
+    from grader.autograde import autograde as grade_class
+    results = grade_class(args.inputs, args.out, workers=args.workers, timeout=args.timeout,
+                          memory_mb=args.memory_mb, pattern=args.pattern)
+    print(f"grades: {args.out}/grades.csv   feedback: {args.out}/feedback/   report: {args.out}/report.html")
+    return 0 if results else 1
+
+
 def demo(args):
-    """What `make demo` runs: build the release and autograde the sample class."""
-    print("The sample class and its autograder are not built yet (issue: the grader).\n"
-          "What exists today: the course library (ticketnet.py), the Larkfield tickets (data/)\n"
-          "and the test suite (make test). Nothing was graded.", file=sys.stderr)
-    return 1
+    """What `make demo` runs: build the release, then autograde the sample class."""
+    from grader.autograde import autograde as grade_class
+    from grader.course import ROOT
+    from grader.release import release as build_release
+    from grader.sample_class import CLASS
+    for path in build_release():
+        print(f"released {path.relative_to(ROOT)}")
+    out = ROOT / "out" / "demo"
+    grade_class([CLASS], out, workers=args.workers, timeout=args.timeout)
+    print()
+    print((out / "grades.csv").read_text())
+    print(f"feedback per student: {out / 'feedback'}\nclass report: {out / 'report.html'}")
+    return 0
 
 
 def execute(args):
@@ -41,10 +64,59 @@ def release(args):
     return 0
 
 
+def check(args):
+    """Grade one notebook exactly as the autograder will, hidden tests included.
+
+    Works on any copy of a section notebook, wherever it lies; the section is found from the
+    notebook. Prints a table of tasks, points and failure messages (--json: one JSON object).
+    Example: python -m grader check notebooks/01-heads/01-heads.ipynb
+    """
+    import json
+    from grader.grading import GradingCourse, NotGradable
+    try:
+        result = GradingCourse(timeout=args.timeout).grade(args.notebook)
+    except NotGradable as error:
+        print(f"cannot grade: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f"{result['notebook']} ({result['section']})")
+    width = max(len(t["grade_id"]) for t in result["tasks"])
+    for task in result["tasks"]:
+        verdict = "passed" if not task["message"] else task["message"].splitlines()[0]
+        print(f"  {task['grade_id']:<{width}}  {task['score']:g}/{task['max_score']:g}  {verdict}")
+    print(f"score {result['score']:g}/{result['max_score']:g} "
+          f"(+ {result['written_max_score']:g} points of written answers, graded by hand)")
+    return 0
+
+
+def sample_class(args):
+    """Rebuild grader/examples/ (the class `make demo` grades) from the release and catalogues."""
+    from grader.sample_class import CLASS, build
+    print(f"{build()} submissions written under {CLASS}")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     verbs = parser.add_subparsers(dest="verb", required=True)
-    verbs.add_parser("demo", help=demo.__doc__).set_defaults(run=demo)
+    demoer = verbs.add_parser("demo", help=demo.__doc__)
+    demoer.add_argument("--workers", type=int, default=None, help="grading processes (default: all cores)")
+    demoer.add_argument("--timeout", type=int, default=20, help="seconds a cell may run (default 20)")
+    demoer.set_defaults(run=demo)
+    verbs.add_parser("sample-class", help="rebuild the sample class in grader/examples/ from the release "
+                     "and the catalogues").set_defaults(run=sample_class)
+    grader_ = verbs.add_parser("autograde", help=autograde.__doc__.splitlines()[0], description=autograde.__doc__,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    grader_.add_argument("inputs", nargs="+", metavar="INPUT", help="folder or .zip of submissions")
+    grader_.add_argument("--out", required=True, help="folder for grades.csv, feedback/ and report.html")
+    grader_.add_argument("--workers", type=int, default=None, help="parallel graders (default: all cores)")
+    grader_.add_argument("--timeout", type=int, default=60, help="seconds a cell may run (default 60)")
+    grader_.add_argument("--memory-mb", type=int, default=4096, help="memory per grader (default 4096)")
+    grader_.add_argument("--pattern", default=r"^(?P<student>[^_.]+)",
+                         help="regex with a group (?P<student>...) for the id in a file name")
+    grader_.set_defaults(run=autograde)
     runner = verbs.add_parser("execute", help=execute.__doc__)
     runner.add_argument("notebooks", nargs="+", help="paths of .ipynb files")
     runner.set_defaults(run=execute)
@@ -52,6 +124,12 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     releaser.add_argument("--check", action="store_true", help="only report files out of sync")
     releaser.set_defaults(run=release)
+    checker = verbs.add_parser("check", help=check.__doc__.splitlines()[0], description=check.__doc__,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    checker.add_argument("notebook", help="a section notebook (.ipynb)")
+    checker.add_argument("--json", action="store_true", help="print one JSON object")
+    checker.add_argument("--timeout", type=int, default=120, help="seconds per cell (default 120)")
+    checker.set_defaults(run=check)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -19,17 +19,18 @@ from grader.course import COURSE_REPO, RELEASE, ROOT, SECTIONS, solution_noteboo
 BADGES_ID = "open-in-colab-kaggle"
 
 
-def _nbgrader_api(root, release_dir, db):
+def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120):
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
     # nbgrader runs `alembic` to create its database; it lives beside this Python.
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     config = Config()
     config.CourseDirectory.root = str(root)
-    config.CourseDirectory.source_directory = "solutions"
+    config.CourseDirectory.source_directory = str(source)
     config.CourseDirectory.release_directory = str(release_dir)
     config.CourseDirectory.db_url = f"sqlite:///{db}"
     config.Application.log_level = "ERROR"
+    config.Execute.timeout = timeout  # seconds a cell may run before the kernel is interrupted
     return NbGraderAPI(config=config)
 
 

@@ -1,6 +1,7 @@
 """The set-up cell that opens every notebook, written once here.
 
-It finds the course folder (the one holding ticketnet.py) above the notebook; on Colab or Kaggle,
+It finds the course folder (the one holding ticketnet.py) in $COURSE_ROOT (the autograder sets it)
+or above the notebook; on Colab or Kaggle,
 where the notebook arrives alone, it clones the course and installs only what the platform lacks
 (never torch). It prints no path or version, so its output replays the same on every machine.
 """
@@ -17,7 +18,8 @@ REPO = os.environ.get("COURSE_REPO", "{COURSE_REPO}")
 PLATFORM = ("Colab" if "google.colab" in sys.modules else
             "Kaggle" if "kaggle_secrets" in sys.modules else "this computer")
 here = Path.cwd().resolve()
-COURSE = next((p for p in (here, *here.parents) if (p / "ticketnet.py").is_file()), None)
+places = [Path(os.environ.get("COURSE_ROOT", here)), here, *here.parents]
+COURSE = next((p for p in places if (p / "ticketnet.py").is_file()), None)
 if COURSE is None:  # the notebook was opened alone: fetch the course beside it
     COURSE = here / "transformer-block-course"
     if not (COURSE / "ticketnet.py").is_file():

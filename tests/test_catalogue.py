@@ -22,7 +22,10 @@ from grader import catalogue
 from grader.course import release_notebook, solution_notebook
 
 os.environ.setdefault("MPLBACKEND", "Agg")
-BUDGET_SECONDS = 60  # sections 1-5 must execute in under a minute on the 2-core CPU
+# As under nbgrader's autograder: sections 6 and 7 train for a few epochs only.
+os.environ["NBGRADER_EXECUTION"] = "autograde"
+# Seconds to execute a section: 1-5 under a minute; 6-7, which train, under 20 s when shortened.
+BUDGET_SECONDS = {"06-tiny-transformer": 20, "07-banking77": 20}
 
 
 def nbgrader(cell):
@@ -83,7 +86,8 @@ class CatalogueOfASection:
 
     def test_solution_executes_within_budget_and_passes_every_check(self):
         run = session(self.SECTION)
-        assert run.seconds < BUDGET_SECONDS, f"{self.SECTION} took {run.seconds:.1f} s in-process"
+        budget = BUDGET_SECONDS.get(self.SECTION, 60)
+        assert run.seconds < budget, f"{self.SECTION} took {run.seconds:.1f} s in-process (budget {budget} s)"
         for name, answer in run.answers.items():
             assert run.verdict(name, answer) is None, f"the solution fails its own check {name}"
 

@@ -27,7 +27,8 @@ class Right:
 
 # section -> module of this package holding WRONG and RIGHT
 MODULES = {"01-heads": "heads", "02-positions": "positions", "03-norms": "norms",
-           "04-residuals": "residuals", "05-block": "block"}
+           "04-residuals": "residuals", "05-block": "block",
+           "06-tiny-transformer": "tiny", "07-banking77": "banking"}
 
 
 def load(section):

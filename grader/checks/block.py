@@ -128,13 +128,13 @@ def reference_layer(block):
 # The usual mistakes, computed from the block's own weights, to name what went wrong
 # ---------------------------------------------------------------------------------------------
 
-STEPS = ("attention", "feed-forward")
+STEPS = ("the attention step", "the feed-forward step")
 STEP_HINTS = {
-    "post": "the {step} step puts the norm after the addition (post-norm: h = norm(h + part(h))); "
+    "post": "{step} puts the norm after the addition (post-norm: h = norm(h + part(h))), where "
             "pre-norm normalizes first and adds to the raw stream: h = h + part(norm(h))",
-    "none": "the {step} step does not add its input back (missing residual: h = part(norm(h))); "
+    "none": "{step} does not add its input back (missing residual: h = part(norm(h))); "
             "write h = h + part(norm(h))",
-    "normed": "the {step} step adds the normalized h (norm(h) + part(norm(h))): the residual must "
+    "normed": "{step} adds the normalized h (norm(h) + part(norm(h))): the residual must "
               "carry the un-normalized h, h = h + part(norm(h))",
 }
 OTHER_HINTS = {
@@ -184,23 +184,22 @@ def _diagnose(block, h, pad, out):
     """Hints naming the mistakes whose combination reproduces `out`, or None."""
     modes = ("pre", "post", "none", "normed")
     grid = itertools.product(modes, modes, ("right", "ignored", "inverted"), (False, True), (True, False))
-    found = []
-    for first, second, mask, swapped, relu in grid:
-        wrong = [first != "pre", second != "pre", mask != "right", swapped, not relu]
-        if not any(wrong):
-            continue
+    grid = sorted(grid, key=lambda g: (g[0] != "pre") + (g[1] != "pre") + (g[2] != "right") + g[3] + (not g[4]))
+    found = None
+    for first, second, mask, swapped, relu in grid[1:]:  # grid[0] is the right block
         try:
             candidate = _variant(block, h, pad, first, second, mask, swapped, relu)
         except Exception:  # noqa: BLE001 - a variant that cannot run is simply not the answer
             continue
         if torch.isfinite(candidate[~pad]).all() and _close_at_real(out, candidate, pad):
-            found.append((sum(wrong), first, second, mask, swapped, relu))
-    if not found:
+            found = (first, second, mask, swapped, relu)
+            break
+    if found is None:
         return None
-    _, first, second, mask, swapped, relu = min(found)
+    first, second, mask, swapped, relu = found
     hints = []
     if first == second != "pre":
-        hints.append(STEP_HINTS[first].format(step="attention and the feed-forward"))
+        hints.append(STEP_HINTS[first].format(step="each step (attention and feed-forward)"))
     else:
         hints += [STEP_HINTS[mode].format(step=name) for name, mode in zip(STEPS, (first, second))
                   if mode != "pre"]

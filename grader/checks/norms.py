@@ -226,7 +226,14 @@ def _expected_shift(norm, batch, other):
 
 
 def _shift(query_shift, norm, batch, other):
-    result = call(query_shift, norm, batch.clone(), other.clone())
+    try:
+        result = call(query_shift, norm, batch.clone(), other.clone())
+    except AssertionError as error:
+        if "must match the size" in str(error) and batch.shape[1] != other.shape[1]:
+            raise AssertionError(f"{error}\nHere `batch` has {batch.shape[1]} positions and `other` "
+                                 f"{other.shape[1]} (more padding): compare row 0 over the positions "
+                                 "both have, the first min(s, s') of them.") from None
+        raise
     expect(not isinstance(result, torch.Tensor),
            f"query_shift returned a tensor {tuple(result.shape) if isinstance(result, torch.Tensor) else ''}; "
            "return a Python float, e.g. with `.item()`.")
@@ -262,6 +269,10 @@ def _check_known(query_shift, widths_differ):
         n = min(a.shape[1], b.shape[1])
         diff = a[0, :n] - b[0, :n]
         whole = (a[:, :n] - b[:, :n]).abs()
+    if abs(got) < 1e-9:
+        raise AssertionError(f"{what} A shift of 0 means the norm never saw the other rows: did you "
+                             "normalize row 0 alone (`norm(batch[:1])`)? Pass the whole batch to the "
+                             "norm and take row 0 of its output.")
     if abs(got - whole.max().item()) < 1e-6 * max(1.0, got):
         raise AssertionError(f"{what} That is the largest difference over the whole batches: "
                              "compare row 0 only, `norm(batch)[0]` with `norm(other)[0]`.")

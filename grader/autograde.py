@@ -1,0 +1,212 @@
+"""Autograde a class: collect submissions, grade them in parallel with nbgrader, and write the
+grade table, per-student feedback and a class report.
+
+Each worker process owns a GradingCourse (its own nbgrader course folder and gradebook), so the
+workers never share a database. Results are saved after every submission in results.json, keyed
+by student and section with the submission's SHA-256: a re-run grades only what is new or changed,
+and an interrupted run loses nothing already graded.
+"""
+
+import csv
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import zipfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.course import SOLUTIONS
+
+# A file name's student id: what comes before the first "_" or ".", e.g. ada_01-heads.ipynb -> ada.
+# LMS exports differ; pass --pattern with a named group (?P<student>...) for yours.
+DEFAULT_PATTERN = r"^(?P<student>[^_.]+)"
+
+
+@dataclass(frozen=True)
+class Submission:
+    student: str
+    path: Path
+
+
+def collect(inputs, pattern=DEFAULT_PATTERN, unpack_to=None):
+    """Submissions from folders of notebooks, folders per student, or LMS zip files.
+
+    In a folder, a notebook directly inside gets its student id from its file name by `pattern`;
+    a notebook inside a sub-folder belongs to the student the sub-folder is named after.
+    """
+    regex = re.compile(pattern)
+    found = []
+    for item in map(Path, inputs):
+        if item.suffix == ".zip":
+            target = Path(unpack_to or tempfile.mkdtemp()) / item.stem
+            with zipfile.ZipFile(item) as archive:
+                archive.extractall(target)
+            item = target
+        if item.is_file():
+            found.append(Submission(_student(item.name, regex), item))
+            continue
+        if not item.is_dir():
+            raise FileNotFoundError(f"{item}: no such file or folder")
+        for path in sorted(item.rglob("*.ipynb")):
+            if ".ipynb_checkpoints" in path.parts:
+                continue
+            relative = path.relative_to(item)
+            student = relative.parts[0] if len(relative.parts) > 1 else _student(path.name, regex)
+            found.append(Submission(student, path))
+    return found
+
+
+def _student(name, regex):
+    match = regex.search(name)
+    if not match or not match.groupdict().get("student"):
+        raise ValueError(f"{name}: the pattern {regex.pattern!r} finds no student id "
+                         "(use --pattern with a group (?P<student>...))")
+    return match.group("student")
+
+
+def _sha256(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def solutions_version():
+    """A fingerprint of the solution notebooks: when they change, every grade is redone."""
+    digest = hashlib.sha256()
+    for path in sorted(SOLUTIONS.rglob("*.ipynb")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+# --- the worker side -------------------------------------------------------------------------
+
+_course = None
+
+
+def _start_worker(timeout, memory_mb):
+    global _course
+    if memory_mb:
+        import resource
+        limit = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))  # the kernel inherits it
+    from grader.grading import GradingCourse
+    _course = GradingCourse(timeout=timeout)
+
+
+def _grade(student, path):
+    """Grade one submission in this worker; never raises: a failure is a recorded zero."""
+    from grader.grading import NotGradable
+    started = time.perf_counter()
+    try:
+        result = _course.grade(path, student=student)
+        result["error"] = ""
+        result["feedback_html"] = _course.feedback_html(result["section"], student)
+    except NotGradable as error:
+        result = {"notebook": str(path), "section": None, "score": 0.0, "max_score": 0.0,
+                  "tasks": [], "error": str(error), "feedback_html": None}
+    except Exception as error:  # a dead kernel or an nbgrader crash: record it and go on
+        result = {"notebook": str(path), "section": None, "score": 0.0, "max_score": 0.0,
+                  "tasks": [], "error": f"grading failed: {type(error).__name__}: {error}",
+                  "feedback_html": None}
+    result["student"] = student
+    result["seconds"] = round(time.perf_counter() - started, 2)
+    return result
+
+
+# --- the class side --------------------------------------------------------------------------
+
+def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEFAULT_PATTERN, echo=print):
+    """Grade every submission under `inputs` not graded before; write the outputs under `out`.
+
+    Returns the results of every submission, old and new.
+    """
+    from tqdm.auto import tqdm
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    submissions = collect(inputs, pattern, unpack_to=out / "unpacked")
+    store = out / "results.json"
+    results = json.loads(store.read_text()) if store.is_file() else {}
+    version = solutions_version()
+    todo = []
+    for submission in submissions:
+        key = f"{submission.student}/{submission.path.name}"
+        digest = _sha256(submission.path)
+        previous = results.get(key)
+        if previous and previous.get("sha256") == digest and previous.get("version") == version:
+            continue
+        todo.append((key, submission, digest))
+    echo(f"{len(submissions)} submissions, {len(submissions) - len(todo)} already graded, "
+         f"{len(todo)} to grade")
+    workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
+    if todo:
+        with ProcessPoolExecutor(workers, initializer=_start_worker, initargs=(timeout, memory_mb)) as pool:
+            jobs = {pool.submit(_grade, s.student, str(s.path)): (key, digest) for key, s, digest in todo}
+            with tqdm(total=len(jobs), unit="notebook", desc="grading") as bar:
+                for job in as_completed(jobs):
+                    key, digest = jobs[job]
+                    result = job.result()
+                    _write_feedback(out, result)
+                    result.update(sha256=digest, version=version)
+                    results[key] = result
+                    _save(store, results)  # after each one: an interrupted run loses nothing
+                    bar.write(_line(result))
+                    bar.update(1)
+    _write_grades(out / "grades.csv", results)
+    from grader.report import write_report
+    write_report(out, results)
+    return results
+
+
+def _save(store, results):
+    partial = store.with_suffix(".tmp")
+    partial.write_text(json.dumps(results, indent=1, sort_keys=True))
+    partial.replace(store)
+
+
+def _line(result):
+    where = f"{result['student']} {Path(result['notebook']).name}"
+    if result["error"]:
+        return f"{where}: 0 points - {result['error'].splitlines()[0]}"
+    return f"{where}: {result['score']:g}/{result['max_score']:g} ({result['seconds']:.0f} s)"
+
+
+def _write_feedback(out, result):
+    html = result.pop("feedback_html", None)
+    folder = out / "feedback" / result["student"]
+    folder.mkdir(parents=True, exist_ok=True)
+    name = result["section"] or Path(result["notebook"]).stem
+    if html is None:
+        from html import escape
+        html = (f"<html><body><h1>{escape(Path(result['notebook']).name)}</h1><p>This submission "
+                f"could not be graded and scores 0:</p><pre>{escape(result['error'])}</pre></body></html>")
+    (folder / f"{name}.html").write_text(html)
+    result["feedback"] = str((folder / f"{name}.html").relative_to(out))
+
+
+def _write_grades(path, results):
+    """A row per student, a column per task (section:grade_id), a total per section and overall."""
+    columns, rows = [], {}
+    for result in sorted(results.values(), key=lambda r: (r["section"] or "", r["student"])):
+        row = rows.setdefault(result["student"], {"student": result["student"], "problems": ""})
+        if result["error"]:
+            row["problems"] = "; ".join(filter(None, [row["problems"], f"{Path(result['notebook']).name}: "
+                                                      f"{result['error'].splitlines()[0]}"]))
+            continue
+        for task in result["tasks"]:
+            column = f"{result['section']}:{task['grade_id']}"
+            if column not in columns:
+                columns.append(column)
+            row[column] = task["score"]
+        total = f"{result['section']}:total"
+        if total not in columns:
+            columns.append(total)
+        row[total] = result["score"]
+    for row in rows.values():
+        row["total"] = sum(v for k, v in row.items() if k.endswith(":total"))
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, ["student", *columns, "total", "problems"], restval=0)
+        writer.writeheader()
+        writer.writerows(rows[s] for s in sorted(rows))

@@ -1,0 +1,383 @@
+"""Section 1 (01-heads): wrong answers each check must refuse, and right ones it must accept.
+
+The answer cells run after the notebook's imports (torch, nn, F, math, PAD, attention) and, for
+MultiHead, after the solution's split_heads, merge_heads and key_padding_mask.
+"""
+
+from grader.catalogue import Right, Wrong
+
+# --------------------------------------------------------------------------------------------- #
+# The solution's MultiHead, with one line to swap for each mistake.
+# --------------------------------------------------------------------------------------------- #
+
+_INIT = '''\
+class MultiHead(nn.Module):
+    def __init__(self, d_model, heads):
+        super().__init__()
+        if d_model % heads:
+            raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
+        self.heads = heads
+        self.q = nn.Linear(d_model, d_model)
+        self.k = nn.Linear(d_model, d_model)
+        self.v = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+'''
+
+
+def _multihead(forward, init=_INIT):
+    return init + "\n" + forward
+
+
+_FORWARD = '''\
+    def forward(self, h, mask=None):
+        q = split_heads(self.q(h), self.heads)
+        k = split_heads(self.k(h), self.heads)
+        v = split_heads(self.v(h), self.heads)
+        mixed, _ = attention(q, k, v, mask)
+        return self.out(merge_heads(mixed))
+'''
+
+WRONG = [
+    # split_heads ---------------------------------------------------------------------------------
+    Wrong("split_heads", "view without transpose", '''\
+def split_heads(h, heads):
+    b, s, d = h.shape
+    return h.view(b, heads, s, d // heads)
+''', expect=("transpose", "head 0 does not hold features 0-15")),
+    Wrong("split_heads", "reshape without transpose", '''\
+def split_heads(h, heads):
+    b, s, d = h.shape
+    return h.reshape(b, heads, s, d // heads)
+''', expect=("transpose",)),
+    Wrong("split_heads", "view to (b, s, heads, dh) and no transpose", '''\
+def split_heads(h, heads):
+    b, s, d = h.shape
+    return h.view(b, s, heads, d // heads)
+''', expect=("(b, s, heads, dh)", "transpose(1, 2)")),
+    Wrong("split_heads", "transpose of the wrong axes", '''\
+def split_heads(h, heads):
+    b, s, d = h.shape
+    return h.view(b, s, heads, d // heads).transpose(2, 3)
+''', expect=("expected (2, 4, 6, 16)",)),
+    Wrong("split_heads", "heads interleaved: feature j goes to head j % heads", '''\
+def split_heads(h, heads):
+    b, s, d = h.shape
+    return h.view(b, s, d // heads, heads).permute(0, 3, 1, 2)
+''', expect=("head 0 does not hold features 0-15", "transpose(1, 2)")),
+    Wrong("split_heads", "head size fixed at 16", '''\
+def split_heads(h, heads):
+    b, s, d = h.shape
+    return h.view(b, s, -1, 16).transpose(1, 2)
+''', expect=("expected (3, 4, 4, 12)",)),
+
+    # merge_heads ---------------------------------------------------------------------------------
+    Wrong("merge_heads", "view without transposing back", '''\
+def merge_heads(h):
+    b, heads, s, dh = h.shape
+    return h.view(b, s, heads * dh)
+''', expect=("mixes tokens", "transpose(1, 2)")),
+    Wrong("merge_heads", "reshape without transposing back", '''\
+def merge_heads(h):
+    b, heads, s, dh = h.shape
+    return h.reshape(b, s, heads * dh)
+''', expect=("mixes tokens", "transpose(1, 2)")),
+    Wrong("merge_heads", "view after transpose (refused on attention's output)", '''\
+def merge_heads(h):
+    b, heads, s, dh = h.shape
+    return h.transpose(1, 2).view(b, s, heads * dh)
+''', expect=("view size is not compatible", "reshape")),
+    Wrong("merge_heads", "keeps the heads dimension", '''\
+def merge_heads(h):
+    return h.transpose(1, 2)
+''', expect=("has shape (2, 6, 4, 16), expected (2, 6, 64)",)),
+    Wrong("merge_heads", "sums the heads instead of joining them", '''\
+def merge_heads(h):
+    return h.sum(dim=1)
+''', expect=("expected (2, 6, 64)",)),
+    Wrong("merge_heads", "joins the heads in reverse order", '''\
+def merge_heads(h):
+    b, heads, s, dh = h.shape
+    return h.flip(1).transpose(1, 2).reshape(b, s, heads * dh)
+''', expect=("not the inverse of split_heads",)),
+
+    # key_padding_mask ----------------------------------------------------------------------------
+    Wrong("key_padding_mask", "inverted: True at the real tokens", '''\
+def key_padding_mask(ids):
+    return (ids != PAD)[:, None, None, :]
+''', expect=("inverted",)),
+    Wrong("key_padding_mask", "shaped (b, 1, s)", '''\
+def key_padding_mask(ids):
+    return (ids == PAD).unsqueeze(1)
+''', expect=("(b, 1, 1, s)", "heads", "broadcast")),
+    Wrong("key_padding_mask", "shaped (b, s)", '''\
+def key_padding_mask(ids):
+    return ids == PAD
+''', expect=("(b, 1, 1, s)", "query positions")),
+    Wrong("key_padding_mask", "float instead of bool", '''\
+def key_padding_mask(ids):
+    return (ids == PAD).float()[:, None, None, :]
+''', expect=("bool", "torch.float32")),
+    Wrong("key_padding_mask", "blocks the pad queries, not the pad keys (b, 1, s, 1)", '''\
+def key_padding_mask(ids):
+    return (ids == PAD)[:, None, :, None]
+''', expect=("keys", "(b, 1, 1, s)")),
+    Wrong("key_padding_mask", "also blocks the unknown word", '''\
+def key_padding_mask(ids):
+    return (ids <= 1)[:, None, None, :]
+''', expect=("unknown word",)),
+    Wrong("key_padding_mask", "a mask of zeros and ones as integers", '''\
+def key_padding_mask(ids):
+    return (ids == 0).long().view(ids.shape[0], 1, 1, ids.shape[1])
+''', expect=("bool",)),
+
+    # MultiHead -----------------------------------------------------------------------------------
+    Wrong("MultiHead", "split with view and no transpose, inside the layer", _multihead('''\
+    def forward(self, h, mask=None):
+        b, s, d = h.shape
+        q, k, v = (p(h).view(b, self.heads, s, d // self.heads) for p in (self.q, self.k, self.v))
+        mixed, _ = attention(q, k, v, mask)
+        return self.out(mixed.transpose(1, 2).reshape(b, s, d))
+'''), expect=("transpose", "first words", "last word")),
+    Wrong("MultiHead", "split and merge both without transpose", _multihead('''\
+    def forward(self, h, mask=None):
+        b, s, d = h.shape
+        q, k, v = (p(h).reshape(b, self.heads, s, d // self.heads) for p in (self.q, self.k, self.v))
+        mixed, _ = attention(q, k, v, mask)
+        return self.out(mixed.reshape(b, s, d))
+'''), expect=("transpose",)),
+    Wrong("MultiHead", "keys from self.q", _multihead('''\
+    def forward(self, h, mask=None):
+        q = split_heads(self.q(h), self.heads)
+        k = split_heads(self.q(h), self.heads)
+        v = split_heads(self.v(h), self.heads)
+        mixed, _ = attention(q, k, v, mask)
+        return self.out(merge_heads(mixed))
+'''), expect=("keys from self.q", "nn.MultiheadAttention")),
+    Wrong("MultiHead", "queries and keys swapped", _multihead('''\
+    def forward(self, h, mask=None):
+        q = split_heads(self.k(h), self.heads)
+        k = split_heads(self.q(h), self.heads)
+        v = split_heads(self.v(h), self.heads)
+        mixed, _ = attention(q, k, v, mask)
+        return self.out(merge_heads(mixed))
+'''), expect=("queries from self.k", "keys from self.q")),
+    Wrong("MultiHead", "scaled by sqrt(d_model) instead of sqrt(dh)", _multihead('''\
+    def forward(self, h, mask=None):
+        d = h.shape[-1]
+        q = split_heads(self.q(h), self.heads)
+        k = split_heads(self.k(h), self.heads)
+        v = split_heads(self.v(h), self.heads)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+        if mask is not None:
+            scores = scores.masked_fill(mask, float("-inf"))
+        return self.out(merge_heads(scores.softmax(dim=-1) @ v))
+'''), expect=("sqrt(d_model)", "sqrt(dh)")),
+    Wrong("MultiHead", "no output projection", _multihead('''\
+    def forward(self, h, mask=None):
+        q = split_heads(self.q(h), self.heads)
+        k = split_heads(self.k(h), self.heads)
+        v = split_heads(self.v(h), self.heads)
+        mixed, _ = attention(q, k, v, mask)
+        return merge_heads(mixed)
+'''), expect=("self.out",)),
+    Wrong("MultiHead", "mask not passed to attention", _multihead('''\
+    def forward(self, h, mask=None):
+        q = split_heads(self.q(h), self.heads)
+        k = split_heads(self.k(h), self.heads)
+        v = split_heads(self.v(h), self.heads)
+        mixed, _ = attention(q, k, v)
+        return self.out(merge_heads(mixed))
+'''), expect=("without the padding mask",)),
+    Wrong("MultiHead", "F.scaled_dot_product_attention with attn_mask=mask (not ~mask)", _multihead('''\
+    def forward(self, h, mask=None):
+        q = split_heads(self.q(h), self.heads)
+        k = split_heads(self.k(h), self.heads)
+        v = split_heads(self.v(h), self.heads)
+        return self.out(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)))
+'''), expect=("attn_mask=~mask",)),
+    Wrong("MultiHead", "no ValueError for a bad head count (floor division)", _multihead(_FORWARD, init='''\
+class MultiHead(nn.Module):
+    def __init__(self, d_model, heads):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(d_model, d_model)
+        self.k = nn.Linear(d_model, d_model)
+        self.v = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+'''), expect=("ValueError", "64", "5")),
+    Wrong("MultiHead", "a bad head count silently rounded down", _multihead('''\
+    def forward(self, h, mask=None):
+        b, s, d = h.shape
+        dh = d // self.heads
+        used = self.heads * dh
+        q, k, v = (p(h)[..., :used].reshape(b, s, self.heads, dh).transpose(1, 2)
+                   for p in (self.q, self.k, self.v))
+        mixed, _ = attention(q, k, v, mask)
+        merged = torch.zeros_like(h)
+        merged[..., :used] = mixed.transpose(1, 2).reshape(b, s, used)
+        return self.out(merged)
+''', init=_INIT.replace('''        if d_model % heads:
+            raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
+''', "")), expect=("ran without complaint", "ValueError")),
+    Wrong("MultiHead", "ValueError whose message does not name the numbers", _multihead(_FORWARD, init=_INIT.replace(
+        'f"d_model={d_model} is not divisible by heads={heads}"', '"bad head count"')),
+        expect=("should name both numbers",)),
+    Wrong("MultiHead", "one fused Linear for q, k, v (no q, k, v children)", '''\
+class MultiHead(nn.Module):
+    def __init__(self, d_model, heads):
+        super().__init__()
+        if d_model % heads:
+            raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
+        self.heads = heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def forward(self, h, mask=None):
+        q, k, v = (split_heads(t, self.heads) for t in self.qkv(h).chunk(3, dim=-1))
+        mixed, _ = attention(q, k, v, mask)
+        return self.out(merge_heads(mixed))
+''', expect=("no nn.Linear called `q`",)),
+    Wrong("MultiHead", "projections per head (parameters grow with heads)", '''\
+class MultiHead(nn.Module):
+    def __init__(self, d_model, heads):
+        super().__init__()
+        if d_model % heads:
+            raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
+        self.heads = heads
+        self.q = nn.Linear(d_model, d_model)
+        self.k = nn.Linear(d_model, d_model)
+        self.v = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.mix = nn.ModuleList(nn.Linear(d_model // heads, d_model // heads) for _ in range(heads))
+
+    def forward(self, h, mask=None):
+        q = split_heads(self.q(h), self.heads)
+        k = split_heads(self.k(h), self.heads)
+        v = split_heads(self.v(h), self.heads)
+        mixed, _ = attention(q, k, v, mask)
+        return self.out(merge_heads(mixed))
+''', expect=("parameters", "16,640")),
+    Wrong("MultiHead", "returns (output, weights)", _multihead('''\
+    def forward(self, h, mask=None):
+        q = split_heads(self.q(h), self.heads)
+        k = split_heads(self.k(h), self.heads)
+        v = split_heads(self.v(h), self.heads)
+        mixed, weights = attention(q, k, v, mask)
+        return self.out(merge_heads(mixed)), weights
+'''), expect=("tuple",)),
+]
+
+RIGHT = [
+    # split_heads ---------------------------------------------------------------------------------
+    Right("split_heads", "unflatten then transpose", '''\
+def split_heads(h, heads):
+    return h.unflatten(-1, (heads, -1)).transpose(1, 2)
+'''),
+    Right("split_heads", "reshape then permute", '''\
+def split_heads(x, n_heads):
+    batch, seq, width = x.shape
+    return x.reshape(batch, seq, n_heads, width // n_heads).permute(0, 2, 1, 3)
+'''),
+    Right("split_heads", "torch.stack of slices", '''\
+def split_heads(h, heads):
+    size = h.shape[-1] // heads
+    return torch.stack([h[..., i * size:(i + 1) * size] for i in range(heads)], dim=1)
+'''),
+    Right("split_heads", "view then swapaxes, contiguous copy", '''\
+def split_heads(h, heads):
+    b, s, d = h.shape
+    return h.view(b, s, heads, d // heads).swapaxes(1, 2).contiguous()
+'''),
+
+    # merge_heads ---------------------------------------------------------------------------------
+    Right("merge_heads", "transpose, contiguous, view", '''\
+def merge_heads(h):
+    b, heads, s, dh = h.shape
+    return h.transpose(1, 2).contiguous().view(b, s, heads * dh)
+'''),
+    Right("merge_heads", "transpose then flatten(2)", '''\
+def merge_heads(h):
+    return h.transpose(1, 2).flatten(2)
+'''),
+    Right("merge_heads", "permute then reshape with -1", '''\
+def merge_heads(x):
+    return x.permute(0, 2, 1, 3).reshape(x.shape[0], x.shape[2], -1)
+'''),
+    Right("merge_heads", "torch.cat of the heads", '''\
+def merge_heads(h):
+    return torch.cat(h.unbind(dim=1), dim=-1)
+'''),
+
+    # key_padding_mask ----------------------------------------------------------------------------
+    Right("key_padding_mask", "eq and two unsqueezes", '''\
+def key_padding_mask(ids):
+    return ids.eq(PAD).unsqueeze(1).unsqueeze(2)
+'''),
+    Right("key_padding_mask", "view to (b, 1, 1, s), literal 0", '''\
+def key_padding_mask(token_ids):
+    b, s = token_ids.shape
+    return (token_ids == 0).view(b, 1, 1, s)
+'''),
+    Right("key_padding_mask", "logical_not of the real tokens", '''\
+def key_padding_mask(ids):
+    real = ids != PAD
+    return torch.logical_not(real)[:, None, None, :]
+'''),
+
+    # MultiHead -----------------------------------------------------------------------------------
+    Right("MultiHead", "F.scaled_dot_product_attention with attn_mask=~mask", _multihead('''\
+    def forward(self, h, mask=None):
+        q = split_heads(self.q(h), self.heads)
+        k = split_heads(self.k(h), self.heads)
+        v = split_heads(self.v(h), self.heads)
+        keep = None if mask is None else ~mask
+        return self.out(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=keep)))
+''')),
+    Right("MultiHead", "einsum attention, its own split, other names, modules built out in another order",
+          '''\
+class MultiHead(nn.Module):
+    def __init__(self, width, n_heads):
+        super().__init__()
+        if width % n_heads != 0:
+            raise ValueError(f"{n_heads} heads cannot split {width} features evenly")
+        self.out = nn.Linear(width, width)
+        self.v = nn.Linear(width, width)
+        self.k = nn.Linear(width, width)
+        self.q = nn.Linear(width, width)
+        self.n_heads = n_heads
+        self.head_size = width // n_heads
+        self.scale = 1 / math.sqrt(self.head_size)
+
+    def forward(self, x, mask=None):
+        b, t, _ = x.shape
+        def cut(y):
+            return y.unflatten(-1, (self.n_heads, self.head_size)).permute(0, 2, 1, 3)
+        q, k, v = cut(self.q(x)), cut(self.k(x)), cut(self.v(x))
+        scores = torch.einsum("bhqd,bhkd->bhqk", q, k) * self.scale
+        if mask is not None:
+            scores = scores.masked_fill(mask, -torch.inf)
+        mixed = torch.einsum("bhqk,bhkd->bhqd", scores.softmax(-1), v)
+        return self.out(mixed.permute(0, 2, 1, 3).flatten(2))
+'''),
+    Right("MultiHead", "check of the head count inside forward, ValueError there", '''\
+class MultiHead(nn.Module):
+    def __init__(self, d_model, heads):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v, self.out = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, h, mask=None):
+        d = h.shape[-1]
+        if d % self.heads:
+            raise ValueError(f"{self.heads} heads do not divide d_model {d}")
+        q, k, v = (split_heads(p(h), self.heads) for p in (self.q, self.k, self.v))
+        mixed, _ = attention(q, k, v, mask)
+        return self.out(merge_heads(mixed))
+'''),
+    Right("MultiHead", "stores the attention weights as a helper attribute", _multihead('''\
+    def forward(self, h, mask=None):
+        q, k, v = (split_heads(p(h), self.heads) for p in (self.q, self.k, self.v))
+        mixed, self.last_weights = attention(q, k, v, mask)
+        return self.out(merge_heads(mixed))
+''')),
+]

@@ -1,0 +1,307 @@
+"""Checks of section 1, multi-head attention by hand.
+
+One public function per graded name: split_heads, merge_heads, key_padding_mask, multi_head.
+Each builds its own small inputs from a seed, runs the student's code through `call`, prints
+"Check passed" or raises AssertionError naming the likely mistake. The MultiHead check compares
+against nn.MultiheadAttention with the student's weights copied in, and when they differ it tries
+the usual mistakes (no mask, the wrong scale, projections swapped, no output projection) on the
+same weights to say which one the output matches.
+"""
+
+import itertools
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from grader.checks import call, expect, expect_close, expect_shape, passed
+from ticketnet import PAD, UNK
+
+_TRANSPOSE_HINT = ("did you `view` (or `reshape`) straight to (b, heads, s, dh) without `transpose`? "
+                   "That keeps every shape but cuts the numbers in memory order, so a head's rows hold "
+                   "whole tokens, four at a time, instead of one slice of every token. View to "
+                   "(b, s, heads, dh), then `transpose(1, 2)`.")
+
+
+def _random(shape, seed):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _ids(lengths, seq=None, seed=0, vocab_size=60):
+    """Token ids (len(lengths), seq): real ids 2.. (one UNK per row), PAD after each length."""
+    seq = seq or max(lengths)
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.full((len(lengths), seq), PAD, dtype=torch.long)
+    for row, length in enumerate(lengths):
+        ids[row, :length] = torch.randint(2, vocab_size, (length,), generator=g)
+        ids[row, length // 2] = UNK  # an unknown word is a real token, never a pad
+    return ids
+
+
+# ---------------------------------------------------------------------------------------------
+# split_heads
+# ---------------------------------------------------------------------------------------------
+
+def split_heads(split_heads, batch=2, seq=6, d_model=64, heads=4, seed=0):
+    """(b, s, d) -> (b, heads, s, d // heads), head i holding features i*dh:(i+1)*dh of every token."""
+    h = _random((batch, seq, d_model), seed)
+    before = h.clone()
+    dh = d_model // heads
+    out = call(split_heads, h, heads)
+    expect(isinstance(out, torch.Tensor), f"split_heads should return a tensor, got {type(out).__name__}")
+    if tuple(out.shape) == (batch, seq, heads, dh) and seq != heads:
+        raise AssertionError(f"split_heads(h, {heads}) on h of shape {(batch, seq, d_model)} returned "
+                             f"{tuple(out.shape)} = (b, s, heads, dh); attention needs the heads before "
+                             "the tokens, (b, heads, s, dh): add `transpose(1, 2)` after the view.")
+    expect_shape(out, (batch, heads, seq, dh), f"split_heads(h, {heads}) with h of shape {(batch, seq, d_model)}")
+    expect(torch.equal(h, before), "split_heads changed its input in place; return a new view instead")
+    for i in range(heads):
+        want = h[..., i * dh:(i + 1) * dh]  # (b, s, dh)
+        if not torch.allclose(out[:, i], want):
+            token = next(t for t in range(seq) if not torch.allclose(out[:, i, t], want[:, t]))
+            hint = _TRANSPOSE_HINT if torch.equal(out, h.reshape(batch, heads, seq, dh)) else (
+                "Head i must be features i*dh to (i+1)*dh - 1 of every token: view to "
+                "(b, s, heads, dh), then `transpose(1, 2)`.")
+            raise AssertionError(f"head {i} does not hold features {i * dh}-{(i + 1) * dh - 1} of token "
+                                 f"{token} (row {token} of head {i} should be h[:, {token}, "
+                                 f"{i * dh}:{(i + 1) * dh}]): {hint}")
+    passed()
+
+
+# ---------------------------------------------------------------------------------------------
+# merge_heads
+# ---------------------------------------------------------------------------------------------
+
+def merge_heads(merge_heads, batch=2, seq=6, heads=4, dh=16, seed=0, contiguous=True):
+    """(b, heads, s, dh) -> (b, s, heads * dh), the inverse of the split.
+
+    contiguous=True passes a tensor laid out as attention returns it (heads, then tokens, in
+    memory), which is the case where `transpose(1, 2).view` is refused."""
+    d = heads * dh
+    h = _random((batch, seq, d), seed)
+    split = h.view(batch, seq, heads, dh).transpose(1, 2)  # (b, heads, s, dh)
+    if contiguous:
+        split = split.contiguous()
+    try:
+        out = call(merge_heads, split)
+    except AssertionError as error:
+        if "view size is not compatible" in str(error):
+            raise AssertionError(f"{error}\nAfter `transpose(1, 2)` the numbers of one token are no "
+                                 "longer next to each other in memory, so `view` refuses to join them: "
+                                 "use `reshape`, `flatten(2)` or `.contiguous().view(...)`.") from None
+        raise
+    expect(isinstance(out, torch.Tensor), f"merge_heads should return a tensor, got {type(out).__name__}")
+    expect_shape(out, (batch, seq, d), f"merge_heads(x) with x of shape {(batch, heads, seq, dh)}")
+    if not torch.allclose(out, h):
+        if torch.allclose(out, split.reshape(batch, seq, d)):
+            raise AssertionError(
+                "merge_heads returned the right shape but mixes tokens: token 0's features hold head 0's "
+                "rows 0, 1, ... instead of row 0 of every head. You reshaped (b, heads, s, dh) straight "
+                "to (b, s, d); `transpose(1, 2)` first, so the heads come after the tokens, then reshape.")
+        raise AssertionError(f"merge_heads is not the inverse of split_heads: features i*{dh} to "
+                             f"(i+1)*{dh} - 1 of token t must be row t of head i. "
+                             "Use x.transpose(1, 2).reshape(b, s, heads * dh).")
+    passed()
+
+
+# ---------------------------------------------------------------------------------------------
+# key_padding_mask
+# ---------------------------------------------------------------------------------------------
+
+def key_padding_mask(key_padding_mask, lengths=(5, 2, 7), seq=None, seed=0):
+    """token ids (b, s) -> bool (b, 1, 1, s), True exactly at the PAD keys."""
+    ids = _ids(lengths, seq, seed)
+    b, s = ids.shape
+    out = call(key_padding_mask, ids.clone())
+    expect(isinstance(out, torch.Tensor), f"key_padding_mask should return a tensor, got {type(out).__name__}")
+    shape = tuple(out.shape)
+    if shape != (b, 1, 1, s):
+        if shape in {(b, 1, s), (b, s)}:
+            why = (f"Broadcasting lines shapes up from the right, so against (b, heads, s, s) scores a "
+                   f"{'(b, 1, s)' if len(shape) == 3 else '(b, s)'} mask puts its batch where the "
+                   f"{'heads' if len(shape) == 3 else 'query positions'} are. ")
+        elif shape == (b, 1, s, 1):
+            why = "The pads must lie along the last dimension, the keys; (b, 1, s, 1) blocks queries. "
+        else:
+            why = ""
+        raise AssertionError(f"key_padding_mask(ids) on ids of shape {(b, s)} returned shape {shape}, "
+                             f"expected {(b, 1, 1, s)} = (b, 1, 1, s) so that it broadcasts over the heads "
+                             f"and the query positions. {why}Insert two size-1 dimensions: "
+                             "(ids == PAD)[:, None, None, :].")
+    expect(out.dtype == torch.bool,
+           f"key_padding_mask returned dtype {out.dtype}; the mask must be bool (True at PAD): "
+           "ticketnet.attention and masked_fill refuse other dtypes. Use ids == PAD.")
+    pad = (ids == PAD)[:, None, None, :]
+    if not torch.equal(out, pad):
+        if torch.equal(out, ~pad):
+            raise AssertionError("the mask is inverted: it is True at the real tokens and False at the "
+                                 "pads. It must be True where a key is blocked, i.e. at PAD: ids == PAD.")
+        if torch.equal(out, (ids <= UNK)[:, None, None, :]):
+            raise AssertionError(f"the mask is also True at the unknown word (id {UNK}); an unknown word is "
+                                 f"a real token that attention must read. Block only PAD (id {PAD}).")
+        wrong = (out != pad).nonzero()[0].tolist()
+        raise AssertionError(f"the mask is wrong at ticket {wrong[0]}, position {wrong[-1]} (token id "
+                             f"{ids[wrong[0], wrong[-1]].item()}): it must be True exactly where ids == PAD "
+                             f"(PAD = {PAD}).")
+    passed()
+
+
+# ---------------------------------------------------------------------------------------------
+# MultiHead
+# ---------------------------------------------------------------------------------------------
+
+def _split(t, heads):
+    b, s, d = t.shape
+    return t.view(b, s, heads, d // heads).transpose(1, 2)
+
+
+def _variant(layer, h, mask, heads, sources=("q", "k", "v"), scale=None, mask_mode="keys", project=True):
+    """Our own multi-head attention with the student's weights, optionally with one mistake."""
+    b, s, d = h.shape
+    q, k, v = (_split(getattr(layer, name)(h), heads) for name in sources)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(scale or d // heads)
+    if mask_mode == "keys":
+        scores = scores.masked_fill(mask, float("-inf"))
+    elif mask_mode == "inverted":
+        scores = scores.masked_fill(~mask, float("-inf"))
+    merged = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, d)
+    return layer.out(merged) if project else merged
+
+
+def _diagnose(layer, h, mask, heads, out):
+    """A hint naming the mistake whose output `out` matches, or None (a correct output gives None)."""
+    def same(candidate):
+        """Equal wherever the candidate is defined (a row whose keys are all blocked is NaN in ours,
+        and some kernels return another filler there)."""
+        if candidate.shape != out.shape:
+            return False
+        defined = torch.isfinite(candidate)
+        return bool(defined.any()) and torch.allclose(candidate[defined], out[defined], atol=1e-5, rtol=1e-4)
+
+    d = h.shape[-1]
+    if same(_variant(layer, h, mask, heads, mask_mode="none")):
+        return ("It equals attention WITHOUT the padding mask: pass `mask` on to attention, so that no "
+                "token reads the pads.")
+    if same(_variant(layer, h, mask, heads, mask_mode="inverted")):
+        return ("It equals attention that reads ONLY the pads. The mask is True at pads; if you use "
+                "F.scaled_dot_product_attention, its bool attn_mask means the opposite (True = may "
+                "attend), so pass attn_mask=~mask.")
+    if heads > 1 and same(_variant(layer, h, mask, heads, scale=d)):
+        return (f"It equals attention with scores divided by sqrt(d_model) = sqrt({d}). Each head "
+                f"compares vectors of dh = {d // heads} numbers: divide by sqrt(dh).")
+    if same(_variant(layer, h, mask, heads, project=False)):
+        return "It equals the merged heads before the output projection: apply self.out to them."
+    for sources in itertools.product("qkv", repeat=3):
+        if sources != ("q", "k", "v") and same(_variant(layer, h, mask, heads, sources=sources)):
+            return (f"It equals attention with queries from self.{sources[0]}, keys from self.{sources[1]} "
+                    f"and values from self.{sources[2]}: queries come from self.q, keys from self.k, "
+                    "values from self.v.")
+    if torch.isnan(out).any():
+        return ("It holds NaN: some row of scores was blocked entirely. Is the mask True at the pads "
+                "and passed the right way round?")
+    return None
+
+
+def _copy_into_reference(layer, d_model, heads):
+    reference = nn.MultiheadAttention(d_model, heads, batch_first=True)
+    with torch.no_grad():
+        reference.in_proj_weight.copy_(torch.cat([layer.q.weight, layer.k.weight, layer.v.weight]))
+        reference.in_proj_bias.copy_(torch.cat([layer.q.bias, layer.k.bias, layer.v.bias]))
+        reference.out_proj.weight.copy_(layer.out.weight)
+        reference.out_proj.bias.copy_(layer.out.bias)
+    return reference.train()  # training mode (dropout is 0): the plain path, every position computed
+
+
+def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_heads=5):
+    """The whole layer: children, parameter count, shape, every word read, nn.MultiheadAttention,
+    and a ValueError for a head count that does not divide d_model.
+
+    The first ticket must be short enough (max(lengths) >= heads * lengths[0]) that a split
+    without transpose cannot read its last word."""
+    name = f"MultiHead({d_model}, {heads})"
+    torch.manual_seed(seed)
+    layer = call(MultiHead, d_model, heads)
+    expect(isinstance(layer, nn.Module), f"{name} should be an nn.Module, got {type(layer).__name__}")
+    for child in ("q", "k", "v", "out"):
+        linear = getattr(layer, child, None)
+        expect(isinstance(linear, nn.Linear),
+               f"{name} has no nn.Linear called `{child}`: the layer needs self.q, self.k, self.v and self.out, "
+               f"each nn.Linear(d_model, d_model)" + (f" (found {type(linear).__name__})" if linear is not None else ""))
+        expect(linear.in_features == d_model and linear.out_features == d_model,
+               f"self.{child} maps {linear.in_features} -> {linear.out_features} numbers; every projection "
+               f"maps d_model -> d_model ({d_model} -> {d_model}), whatever the head count")
+        expect(linear.bias is not None, f"self.{child} has no bias; keep nn.Linear's default bias=True")
+
+    want = 4 * d_model * d_model + 4 * d_model
+    for n in (1, 4, 8):
+        count = sum(p.numel() for p in call(MultiHead, d_model, n).parameters())
+        expect(count == want, f"MultiHead({d_model}, {n}) holds {count:,} parameters, expected 4d² + 4d = "
+                              f"{want:,} for any head count: four {d_model} x {d_model} weights and four "
+                              f"biases, no parameters of its own per head")
+
+    ids = _ids(lengths, seed=seed)
+    b, s = ids.shape
+    pad = ids == PAD
+    mask = pad[:, None, None, :]
+    h = _random((b, s, d_model), seed + 1)
+    with torch.no_grad():
+        out = call(layer, h, mask)
+        if isinstance(out, tuple):
+            raise AssertionError(f"{name}(h, mask) returned a tuple of {len(out)}; forward should return only "
+                                 "the output tensor (b, s, d_model), without the attention weights")
+        expect_shape(out, (b, s, d_model), f"{name}(h, mask) with h of shape {(b, s, d_model)}")
+
+        reference = _copy_into_reference(layer, d_model, heads)
+        expected, _ = reference(h, h, h, key_padding_mask=pad, need_weights=False)
+        agrees = out.shape == expected.shape and torch.allclose(out, expected, atol=1e-5, rtol=1e-4)
+        known = None if agrees else _diagnose(layer, h, mask, heads, out)
+        if known is not None:
+            expect_close(out, expected, f"{name}(h, mask) compared with nn.MultiheadAttention holding the "
+                         "same weights", hint=known)
+
+        # The last real word of the first (short) ticket must reach every one of its real tokens.
+        last = lengths[0] - 1
+        changed = h.clone()
+        changed[0, last] = _random((d_model,), seed + 2)
+        moved = (call(layer, changed, mask)[0, :lengths[0]] - out[0, :lengths[0]]).abs().amax(-1)
+        still = [t for t in range(lengths[0]) if moved[t] <= 1e-6]
+        if still:
+            raise AssertionError(
+                f"changing the last word of a {lengths[0]}-token query (padded to {s}) left the output of "
+                f"{len(still)} of its {lengths[0]} real tokens unchanged (tokens {still}); with attention every "
+                "token reads every real word. A split written as view(b, heads, s, dh) without "
+                "`transpose` keeps every shape but lets each token read only the first words: view to "
+                "(b, s, heads, dh), then `transpose(1, 2)`.")
+
+        expect_close(out, expected, f"{name}(h, mask) compared with nn.MultiheadAttention holding the same weights",
+                     hint="Check the order: split -> attention (scale sqrt(dh), mask True at pads) -> merge "
+                          "with transpose(1, 2) -> self.out.")
+
+    _bad_head_count(MultiHead, d_model, bad_heads)
+    passed()
+
+
+def _bad_head_count(MultiHead, d_model, heads):
+    name = f"MultiHead({d_model}, {heads})"
+    needed = (f"{name} must raise ValueError with a message naming {d_model} and {heads}, e.g. "
+              f"'d_model={d_model} is not divisible by heads={heads}'")
+    h = _random((2, 3, d_model), 7)
+    try:
+        layer = MultiHead(d_model, heads)
+        layer(h)
+    except NotImplementedError:
+        raise AssertionError(f"{name} is not written yet: replace `raise NotImplementedError()` with your "
+                             "code, run its cell, then this check.") from None
+    except ValueError as error:
+        text = str(error)
+        expect(str(d_model) in text and str(heads) in text,
+               f"{name} raised ValueError({text!r}); its message should name both numbers, "
+               f"{d_model} and {heads}, so the reader knows what to change")
+        return
+    except Exception as error:  # noqa: BLE001 - any other failure is the student's mistake
+        raise AssertionError(f"{name} raised {type(error).__name__}: {error}. {heads} heads cannot share "
+                             f"{d_model} numbers evenly; {needed} in __init__, before any tensor is "
+                             "shaped.") from None
+    raise AssertionError(f"{name} ran without complaint, silently dropping {d_model % heads} of the {d_model} "
+                         f"numbers or reading heads of unequal size; {needed} in __init__.")

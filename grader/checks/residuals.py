@@ -1,0 +1,316 @@
+"""Checks of section 4: the feed-forward layer and residual connections.
+
+- check_feed_forward: FeedForward(d_model, d_ff) is Linear(d_model, d_ff) -> ReLU -> Linear(d_ff,
+  d_model), with 2 * d_model * d_ff + d_ff + d_model parameters, and sends every token through
+  alone.
+- check_first_layer_gradient: first_layer_gradient(residual, depth) follows the seeded recipe; the
+  first layer's gradient vanishes without residual connections and not with them.
+- check_deep_stack: DeepStack(d_model, depth, residual) is `depth` blocks of token mixing
+  (attention with the token vectors as queries, keys and values) followed by a Linear, with or
+  without the shortcut; without it a deep stack turns a query's tokens into one vector.
+
+Each check compares the student's code with a reference computed here from the student's own
+layers (the same weights), then names the likely mistake when they differ.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from grader.checks import call, expect, expect_close, expect_shape, passed
+from ticketnet import attention
+
+
+def _tokens(batch, length, d, seed):
+    """Token vectors drawn with a private generator, so the student's seeds do not matter."""
+    return torch.randn(batch, length, d, generator=torch.Generator().manual_seed(seed))
+
+
+def _linears(module):
+    """The module's nn.Linear layers in the order they were registered."""
+    return [m for m in module.modules() if isinstance(m, nn.Linear)]
+
+
+def _close(a, b, atol=1e-5, rtol=1e-4):
+    return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, atol=atol, rtol=rtol)
+
+
+def _build(cls, *args, what):
+    module = call(cls, *args)
+    expect(isinstance(module, nn.Module),
+           f"{what} should build an nn.Module (class ...(nn.Module) with super().__init__()), "
+           f"got {type(module).__name__}")
+    return module
+
+
+def _forward(module, h):
+    with torch.no_grad():
+        return call(module.forward, h)
+
+
+def spread(h):
+    """How far a query's token vectors sit from their own mean, over their mean length.
+
+    h: (..., s, d) -> (...,). 0 means one vector repeated s times.
+    """
+    gap = (h - h.mean(dim=-2, keepdim=True)).norm(dim=-1).mean(dim=-1)
+    return gap / h.norm(dim=-1).mean(dim=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# FeedForward
+# ---------------------------------------------------------------------------------------------
+
+def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
+    what = f"FeedForward({d_model}, {d_ff})"
+    torch.manual_seed(seed)
+    ffn = _build(FeedForward, d_model, d_ff, what=what)
+
+    h = _tokens(3, 7, d_model, seed)
+    out = _forward(ffn, h)
+    expect_shape(out, (3, 7, d_model), f"{what} applied to h of shape (3, 7, {d_model})")
+
+    # Each token goes through alone: alone = in the batch, and its neighbours do not matter.
+    t = 4
+    mixing = ("Each token must go through the layer alone: does your forward mix the tokens "
+              "(a mean or sum over dim 1, a softmax over the sequence, a Linear across the tokens)?")
+    alone = _forward(ffn, h[:, t:t + 1])
+    expect_shape(alone, (3, 1, d_model), f"{what} applied to token {t} alone, shape (3, 1, {d_model})")
+    expect_close(alone[:, 0], out[:, t], f"Token {t} sent alone", hint=mixing)
+    neighbours = _tokens(3, 7, d_model, seed + 1)
+    neighbours[:, t] = h[:, t]
+    expect_close(_forward(ffn, neighbours)[:, t], out[:, t],
+                 f"Token {t}'s output after changing only the other tokens", hint=mixing)
+
+    # Parameters: two weights and two biases.
+    expected = 2 * d_model * d_ff + d_ff + d_model
+    n = sum(p.numel() for p in ffn.parameters())
+    if n != expected:
+        if n == 2 * d_model * d_model + 2 * d_model:
+            hint = (f"That is the count of a hidden layer of d_model={d_model} numbers: the first "
+                    f"Linear goes to d_ff={d_ff} numbers, Linear(d_model, d_ff), and the second back, "
+                    "Linear(d_ff, d_model).")
+        elif n == 2 * d_model * d_ff:
+            hint = "That is the count without biases: keep nn.Linear's default bias=True."
+        elif n == d_model * d_ff + d_ff or n == d_model * d_ff + d_model:
+            hint = "That is one Linear layer: the layer has two, d_model -> d_ff and d_ff -> d_model."
+        else:
+            hint = "Build exactly two layers, nn.Linear(d_model, d_ff) and nn.Linear(d_ff, d_model)."
+        raise AssertionError(f"{what} has {n:,} parameters, expected {expected:,} = 2 x {d_model} x "
+                             f"{d_ff} weights + {d_ff} + {d_model} biases. {hint}")
+
+    # The reference, from the student's own two Linear layers, found by their shapes.
+    linears = _linears(ffn)
+    first = [m for m in linears if (m.in_features, m.out_features) == (d_model, d_ff)]
+    second = [m for m in linears if (m.in_features, m.out_features) == (d_ff, d_model)]
+    expect(first and second,
+           f"{what} should hold an nn.Linear({d_model}, {d_ff}) and an nn.Linear({d_ff}, {d_model}); "
+           f"found {[(m.in_features, m.out_features) for m in linears]} (in_features, out_features).")
+    first, second = first[0], second[0]
+    with torch.no_grad():
+        hidden = first(h)
+        reference = second(torch.relu(hidden))
+        guesses = [
+            (second(hidden), "there is no ReLU between the two Linear layers. Without it the two "
+                             "are one linear map (their weights multiply into a single matrix)."),
+            (second(F.gelu(hidden)), "it applies GELU between the Linear layers; this layer uses "
+                                     "ReLU (torch.relu or nn.ReLU())."),
+            (torch.relu(second(torch.relu(hidden))),
+             "it applies a ReLU after the second Linear too, so no output can be negative. The ReLU "
+             "goes only between the two Linear layers."),
+            (second(torch.sigmoid(hidden)), "it applies a sigmoid between the Linear layers; use ReLU."),
+            (second(torch.tanh(hidden)), "it applies tanh between the Linear layers; use ReLU."),
+        ]
+    if not _close(out, reference):
+        for guess, message in guesses:
+            if _close(out, guess):
+                raise AssertionError(f"{what}: {message}")
+        expect_close(out, reference, f"{what}'s output",
+                     hint=f"Expected Linear({d_model}, {d_ff}) -> ReLU -> Linear({d_ff}, {d_model}) "
+                          "computed with your own two Linear layers.")
+    passed()
+
+
+# ---------------------------------------------------------------------------------------------
+# first_layer_gradient
+# ---------------------------------------------------------------------------------------------
+
+def _recipe(residual, depth, order="layers", which=0):
+    """The recipe, in one of the orders a reasonable reading of it allows.
+
+    order "layers": seed, build the layers, draw the batch; "batch": seed, draw the batch, build
+    the layers; "reseed": seed, build the layers, seed again, draw the batch.
+    which: the layer whose weight gradient is returned (0 the first, -1 the last).
+    """
+    torch.manual_seed(0)
+    if order == "batch":
+        h = torch.randn(32, 64)
+    layers = [nn.Sequential(nn.Linear(64, 64), nn.Sigmoid()) for _ in range(depth)]
+    if order == "reseed":
+        torch.manual_seed(0)
+    if order != "batch":
+        h = torch.randn(32, 64)
+    with torch.enable_grad():
+        for layer in layers:
+            h = h + layer(h) if residual else layer(h)
+        h.pow(2).mean().backward()
+    return layers[which][0].weight.grad.norm().item()
+
+
+def _matches(value, residual, depth, which=0):
+    return any(math.isclose(value, _recipe(residual, depth, order, which), rel_tol=1e-4, abs_tol=0.0)
+               for order in ("layers", "batch", "reseed"))
+
+
+def _gradient(function, residual, depth):
+    value = call(function, residual, depth=depth) if depth is not None else call(function, residual)
+    shown = f"first_layer_gradient({residual}" + (f", depth={depth})" if depth is not None else ")")
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        raise AssertionError(f"{shown} returned a tensor; return a Python float: end with .item().")
+    expect(isinstance(value, float) and not isinstance(value, bool),
+           f"{shown} should return a float (the norm of a gradient, .item()), got {type(value).__name__}")
+    return value
+
+
+def check_first_layer_gradient(first_layer_gradient, depth=None):
+    """depth=None calls the function with its default depth, which must be 20."""
+    d = 20 if depth is None else depth
+    plain = _gradient(first_layer_gradient, False, depth)
+    again = _gradient(first_layer_gradient, False, depth)
+    expect(again == plain,
+           f"Two calls of first_layer_gradient(False, depth={d}) returned {plain:.4e} and {again:.4e}. "
+           "Call torch.manual_seed(0) at the start of the function, before building the layers, so "
+           "that every call builds the same layers and draws the same batch.")
+    shortcut = _gradient(first_layer_gradient, True, depth)
+    expect(not math.isclose(plain, shortcut, rel_tol=1e-6),
+           f"first_layer_gradient gives {plain:.4e} with residual=False and with residual=True: it "
+           "ignores the `residual` flag. With it, h = h + layer(h); without it, h = layer(h).")
+
+    for residual, value in ((False, plain), (True, shortcut)):
+        if _matches(value, residual, d):
+            continue
+        expected = _recipe(residual, d)
+        if _matches(value, residual, d, which=-1):
+            raise AssertionError(
+                f"first_layer_gradient({residual}, depth={d}) returned {value:.4e}, the gradient of the "
+                f"LAST layer's weight; the task asks for the first layer's (layers[0]), {expected:.4e}.")
+        if _matches(value, not residual, d):
+            raise AssertionError(
+                f"first_layer_gradient({residual}, depth={d}) returned {value:.4e}, the value of the "
+                f"recipe with residual={not residual}: the flag is the wrong way round. residual=True "
+                "means h = h + layer(h).")
+        hint = ""
+        if residual and value < 1e-6:
+            hint = (" With residual=True the gradient vanishes as if there were no shortcut: add the "
+                    "layer's output to h, h = h + layer(h), outside the layer (not inside the sigmoid).")
+        elif not residual and value > 1e-6 and d >= 12:
+            hint = (" Without residual connections the first layer's gradient should all but vanish: "
+                    "replace h by layer(h) at every step.")
+        raise AssertionError(
+            f"first_layer_gradient({residual}, depth={d}) returned {value:.4e}; the recipe gives "
+            f"{expected:.4e}.{hint} The recipe: torch.manual_seed(0); {d} layers "
+            "nn.Sequential(nn.Linear(64, 64), nn.Sigmoid()); h = torch.randn(32, 64); for each layer "
+            "h = h + layer(h) if residual else layer(h); h.pow(2).mean().backward(); return the norm "
+            "of the first layer's weight gradient as a float.")
+
+    # What the experiment shows, stated as the check's own claims.
+    if d >= 12:
+        expect(plain < 1e-6, f"Without residual connections the first layer's gradient should vanish "
+                             f"at depth {d} (below 1e-6), got {plain:.2e}.")
+        expect(shortcut > 1e-2, f"With residual connections the first layer's gradient should stay "
+                                f"clearly non-zero at depth {d} (above 1e-2), got {shortcut:.2e}.")
+        expect(shortcut > 1e8 * plain, f"The shortcut should change the first layer's gradient by many "
+                                       f"orders of magnitude; got {plain:.2e} and {shortcut:.2e}.")
+    shallow = _gradient(first_layer_gradient, False, 2)
+    expect(shallow > 1e-4 and _matches(shallow, False, 2),
+           f"first_layer_gradient(False, depth=2) returned {shallow:.2e}, but two sigmoid layers leave "
+           f"the first a gradient of {_recipe(False, 2):.2e}: does your function build `depth` layers "
+           "(range(depth)) rather than a fixed number?")
+    passed()
+
+
+# ---------------------------------------------------------------------------------------------
+# DeepStack
+# ---------------------------------------------------------------------------------------------
+
+def _stack(h, linears, residual, block=None):
+    """The reference forward: h = h + block(h) or h = block(h), block = Linear(attention(h, h, h))."""
+    block = block or (lambda linear, h: linear(attention(h, h, h)[0]))
+    for linear in linears:
+        change = block(linear, h)
+        h = h + change if residual else change
+    return h
+
+
+def check_deep_stack(DeepStack, d_model=64, depth=12, seed=0, collapse=True):
+    modules = {}
+    for residual in (False, True):
+        what = f"DeepStack({d_model}, {depth}, residual={residual})"
+        torch.manual_seed(seed)  # the same seed: both stacks start from the same weights
+        modules[residual] = _build(DeepStack, d_model, depth, residual, what=what)
+        n = sum(p.numel() for p in modules[residual].parameters())
+        expected = depth * (d_model * d_model + d_model)
+        expect(n == expected,
+               f"{what} has {n:,} parameters, expected {expected:,} = {depth} blocks x one "
+               f"Linear({d_model}, {d_model}) ({d_model * d_model:,} weights + {d_model} biases). "
+               "The token mixing (attention with h as queries, keys and values) has no parameters.")
+        linears = _linears(modules[residual])
+        expect(len(linears) == depth and all(
+                   (m.in_features, m.out_features) == (d_model, d_model) for m in linears),
+               f"{what} should hold {depth} nn.Linear({d_model}, {d_model}) layers, one per block; found "
+               f"{[(m.in_features, m.out_features) for m in linears]}.")
+
+    h = _tokens(2, 10, d_model, seed)
+    outputs = {}
+    for residual, module in modules.items():
+        what = f"DeepStack({d_model}, {depth}, residual={residual})"
+        out = _forward(module, h)
+        expect_shape(out, h.shape, f"{what} applied to h of shape {tuple(h.shape)}")
+        outputs[residual] = out
+        linears = _linears(module)
+        with torch.no_grad():
+            reference = _stack(h, linears, residual)
+            if _close(out, reference, atol=1e-4):
+                continue
+            plain = _stack(h, linears, False)
+            guesses = [
+                (_stack(h, linears, not residual),
+                 "it computes the same as with residual=" + str(not residual) + ": it ignores the "
+                 "`residual` flag. With the flag, h = h + block(h) in every block; without it, "
+                 "h = block(h)."),
+                (plain + h,
+                 "it adds the input only once, after the last block. The shortcut goes around every "
+                 "block: h = h + block(h) inside the loop."),
+                (_stack(h, linears, residual, lambda linear, h: linear(h)),
+                 "its blocks do not mix the tokens: each block is Linear(attention(h, h, h)), with the "
+                 "token vectors as queries, keys and values (ticketnet.attention), then the Linear."),
+                (_stack(h, linears, residual, lambda linear, h: torch.relu(linear(attention(h, h, h)[0]))),
+                 "it applies a ReLU after each Linear; the block here is attention then Linear, "
+                 "no ReLU."),
+                (_stack(h, linears, residual, lambda linear, h: attention(linear(h), linear(h), linear(h))[0]),
+                 "it applies the Linear before the attention; the block mixes the tokens first, "
+                 "then applies the Linear: linear(attention(h, h, h)[0])."),
+                (_stack(h, linears, residual, lambda linear, h: linear(attention(h, h, h)[1])),
+                 "it passes attention's weights to the Linear; attention returns (output, weights), "
+                 "take [0]."),
+            ]
+        for guess, message in guesses:
+            if _close(out, guess, atol=1e-4):
+                raise AssertionError(f"{what}: {message}")
+        expect_close(out, reference, f"{what}'s output", atol=1e-4,
+                     hint="Expected, for each of your Linear layers in order: change = "
+                          "linear(attention(h, h, h)[0]); h = h + change if residual else change.")
+
+    expect(not _close(outputs[False], outputs[True]),
+           "DeepStack gives the same output with residual=True and residual=False: the flag changes nothing.")
+    if collapse:
+        flat, kept = spread(outputs[False]).max().item(), spread(outputs[True]).min().item()
+        expect(flat < 1e-3,
+               f"Without shortcuts, {depth} blocks should make every token of a query the same vector "
+               f"(spread below 1e-3), got a spread of {flat:.2e}.")
+        expect(kept > 0.3,
+               f"With shortcuts, {depth} blocks should keep a query's tokens apart (spread above 0.3), "
+               f"got {kept:.4f}.")
+    passed()

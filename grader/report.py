@@ -1,0 +1,55 @@
+"""The class report: how each task went, the most frequent failure messages, a score histogram."""
+
+from collections import Counter
+from html import escape
+from pathlib import Path
+
+
+def write_report(out, results):
+    """Write report.html and scores.png under `out`; returns the report's path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    graded = [r for r in results.values() if not r["error"]]
+    broken = [r for r in results.values() if r["error"]]
+    tasks, failures = {}, Counter()
+    for result in graded:
+        for task in result["tasks"]:
+            passed, total = tasks.get((result["section"], task["grade_id"]), (0, 0))
+            tasks[(result["section"], task["grade_id"])] = (passed + (task["score"] == task["max_score"]), total + 1)
+            if task["message"]:
+                failures[(task["grade_id"], task["message"].splitlines()[0][:300])] += 1
+
+    shares = [100 * r["score"] / r["max_score"] for r in graded if r["max_score"]]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.hist(shares, bins=[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100.01], color="tab:blue", edgecolor="white")
+    ax.set_xlabel("score (% of the autograded points)")
+    ax.set_ylabel("submissions")
+    ax.set_title(f"{len(shares)} graded submissions")
+    fig.tight_layout()
+    fig.savefig(out / "scores.png", dpi=100)
+    plt.close(fig)
+
+    rows = "".join(f"<tr><td>{escape(s)}</td><td>{escape(t)}</td><td>{p}/{n}</td><td>{100 * p / n:.0f}%</td></tr>"
+                   for (s, t), (p, n) in sorted(tasks.items()))
+    common = "".join(f"<tr><td>{n}</td><td>{escape(t)}</td><td><code>{escape(m)}</code></td></tr>"
+                     for (t, m), n in failures.most_common(15))
+    bad = "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(r['error'])}</li>"
+                  for r in sorted(broken, key=lambda r: r["student"]))
+    html = f"""<!doctype html><html><head><meta charset="utf-8"><title>Class report</title>
+<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:.2em .6em;text-align:left}}
+tr:nth-child(even){{background:#f3f3f3}}</style></head><body>
+<h1>Class report</h1>
+<p>{len(results)} submissions: {len(graded)} graded, {len(broken)} could not be graded (scored 0).</p>
+<img src="scores.png" alt="Histogram of the share of autograded points per graded submission">
+<p>The histogram counts graded submissions by their share of the autograded points.</p>
+<h2>Pass rate per task</h2><table><tr><th>section</th><th>task</th><th>full marks</th><th>rate</th></tr>{rows}</table>
+<h2>Most frequent failure messages</h2><table><tr><th>times</th><th>task</th><th>message</th></tr>{common}</table>
+<h2>Submissions that could not be graded</h2><ul>{bad or "<li>none</li>"}</ul>
+<p>Written answers are not in these scores: grade them in nbgrader's formgrader.</p>
+</body></html>"""
+    path = out / "report.html"
+    path.write_text(html)
+    return path
