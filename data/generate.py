@@ -641,6 +641,7 @@ MISSPELL = {"receive": "recieve", "received": "recieved", "address": "adress", "
             "whether": "wether", "business": "buisness", "necessary": "neccessary", "there": "their",
             "invoice": "invoise", "replacement": "replacment", "collection": "colection",
             "yesterday": "yesturday", "weird": "wierd", "sign": "sing", "tracking": "traking"}
+SLIP_SHARE = {3: 0.35, 4: 0.8, 5: 0.8, 6: 1.0}  # by word length (6 = six or more letters)
 NEIGHBOURS = dict(zip("qwertyuiopasdfghjklzxcvbnm", "wqrtyuiopoasdfghjklkzxcvbn"))
 
 # ---------------------------------------------------------------------------------------------
@@ -711,7 +712,7 @@ def write_long(rng, team, facts):
         body = plain_body(rng, team, details=(1, 3), second=0.2)
         asides = [rng.choice(ASIDES[t]) for t in rng.sample(TEAMS, rng.randint(1, 3))]
         story = asides + rng.sample(BACKGROUND, rng.randint(1, 4))
-        if rng.random() < 0.6:  # an old problem of another team, told in the same words as a live one
+        if rng.random() < 0.45:  # an old problem of another team, told in the same words as a live one
             old = rng.choice(rng.choice(TOPICS[rng.choice([t for t in TEAMS if t != team])])["issue"])
             story.append(rng.choice(HISTORY).format(old=low(old)))
         rng.shuffle(story)
@@ -732,7 +733,7 @@ def write_negation(rng, team, facts):
     """The ticket names another team's subject only to deny it."""
     other = rng.choice([t for t in TEAMS if t != team])
     kind = rng.random()
-    if kind < 0.4:  # "this is not a refund request, I only want to know where the parcel is"
+    if kind < 0.5:  # "this is not a refund request, I only want to know where the parcel is"
         neg, want = rng.choice(NEGATABLE[other]), rng.choice(WANTS[team])
         bare = neg[6:] if neg.startswith("about ") else neg
         body = [rng.choice(NEGATIONS).format(neg=neg, neg_bare=bare, want=want, Want=up(want))]
@@ -754,7 +755,7 @@ def write_two_topics(rng, team, facts):
     form = rng.choice(TWO_TOPIC_FORMS)
     ask = rng.choice(a_topic["ask"])
     text = form.format(a=a, b=b, a_low=low(a), b_low=low(b), ask=ask)
-    if "{ask}" not in form and rng.random() < 0.6:
+    if "{ask}" not in form and rng.random() < 0.75:
         text += " " + ask
     return frame(rng, [text], context=0.4)
 
@@ -798,7 +799,7 @@ def misspell(rng, text):
         if "'" in core and rng.random() < 0.7:
             core = core.replace("'", "")
         # long words are the ones people get wrong, and they carry most of the meaning
-        elif len(core) > 3 and core.isalpha() and rng.random() < (rate if len(core) > 5 else rate / 2):
+        elif len(core) > 2 and core.isalpha() and rng.random() < rate * SLIP_SHARE[min(len(core), 6)]:
             i = rng.randrange(1, len(core) - 1)
             kind = rng.choice(["drop", "swap", "double", "near"])
             if kind == "drop":
@@ -819,7 +820,7 @@ def misspell(rng, text):
 def make_ticket(rng, team, style):
     facts = Facts(rng)
     text = " ".join(WRITERS[style](rng, team, facts)).format_map(facts)
-    if style == "typos" or (style == "short" and rng.random() < 0.4):
+    if style == "typos" or (style == "short" and rng.random() < 0.3):
         text = misspell(rng, text)
     return text
 

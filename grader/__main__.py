@@ -76,12 +76,14 @@ def check(args):
     try:
         result = GradingCourse(timeout=args.timeout).grade(args.notebook)
     except NotGradable as error:
-        print(f"cannot grade: {error}", file=sys.stderr)
+        print(f"cannot grade {args.notebook}: {error}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
     print(f"{result['notebook']} ({result['section']})")
+    for note in result["repairs"]:
+        print(f"  repaired: {note}")
     width = max(len(t["grade_id"]) for t in result["tasks"])
     for task in result["tasks"]:
         verdict = "passed" if not task["message"] else task["message"].splitlines()[0]

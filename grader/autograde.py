@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.course import SOLUTIONS
+from grader.course import SECTIONS, SOLUTIONS
 
 # A file name's student id: what comes before the first "_" or ".", e.g. ada_01-heads.ipynb -> ada.
 # LMS exports differ; pass --pattern with a named group (?P<student>...) for yours.
@@ -170,7 +170,8 @@ def _line(result):
     where = f"{result['student']} {Path(result['notebook']).name}"
     if result["error"]:
         return f"{where}: 0 points - {result['error'].splitlines()[0]}"
-    return f"{where}: {result['score']:g}/{result['max_score']:g} ({result['seconds']:.0f} s)"
+    repaired = f"; repaired: {', '.join(result['repairs'])}" if result.get("repairs") else ""
+    return f"{where}: {result['score']:g}/{result['max_score']:g} ({result['seconds']:.0f} s{repaired})"
 
 
 def _write_feedback(out, result):
@@ -187,26 +188,29 @@ def _write_feedback(out, result):
 
 
 def _write_grades(path, results):
-    """A row per student, a column per task (section:grade_id), a total per section and overall."""
-    columns, rows = [], {}
-    for result in sorted(results.values(), key=lambda r: (r["section"] or "", r["student"])):
-        row = rows.setdefault(result["student"], {"student": result["student"], "problems": ""})
-        if result["error"]:
-            row["problems"] = "; ".join(filter(None, [row["problems"], f"{Path(result['notebook']).name}: "
-                                                      f"{result['error'].splitlines()[0]}"]))
-            continue
+    """A row per student, a column per task (section:grade_id) in notebook order, a total per
+    section and overall, and the problems of submissions that could not be graded."""
+    graded = [r for r in results.values() if not r["error"]]
+    tasks = {}  # section -> task ids in notebook order, from its most complete submission
+    for result in graded:
+        if len(result["tasks"]) > len(tasks.get(result["section"], [])):
+            tasks[result["section"]] = [t["grade_id"] for t in result["tasks"]]
+    columns = [f"{section}:{name}" for section in sorted(tasks, key=SECTIONS.index)
+               for name in tasks[section] + ["total"]]
+    rows = {r["student"]: {"student": r["student"], "problems": []} for r in results.values()}
+    for result in graded:
+        row = rows[result["student"]]
         for task in result["tasks"]:
-            column = f"{result['section']}:{task['grade_id']}"
-            if column not in columns:
-                columns.append(column)
-            row[column] = task["score"]
-        total = f"{result['section']}:total"
-        if total not in columns:
-            columns.append(total)
-        row[total] = result["score"]
-    for row in rows.values():
-        row["total"] = sum(v for k, v in row.items() if k.endswith(":total"))
+            row[f"{result['section']}:{task['grade_id']}"] = task["score"]
+        row[f"{result['section']}:total"] = result["score"]
+    for result in results.values():
+        if result["error"]:
+            rows[result["student"]]["problems"].append(f"{Path(result['notebook']).name}: {result['error']}")
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, ["student", *columns, "total", "problems"], restval=0)
         writer.writeheader()
-        writer.writerows(rows[s] for s in sorted(rows))
+        for student in sorted(rows):
+            row = rows[student]
+            row["total"] = sum(v for k, v in row.items() if k.endswith(":total"))
+            row["problems"] = "; ".join(row["problems"])
+            writer.writerow(row)

@@ -7,6 +7,7 @@ gradebook and the failure messages from the autograded notebook's error outputs.
 """
 
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -15,6 +16,7 @@ from pathlib import Path
 import nbformat
 
 from grader import release
+from grader.repair import repair
 from grader.course import ROOT, SOLUTIONS, solution_notebook
 
 # nbgrader's gradebook trips SQLAlchemy warnings that say nothing to a student or instructor.
@@ -30,29 +32,49 @@ def graded_ids(notebook):
             if c.metadata.get("nbgrader", {}).get("grade_id")}
 
 
+def _fingerprint(notebook):
+    """What identifies a section's notebook even without nbgrader metadata: graded ids, cell
+    ids, and the text of cells a student does not edit."""
+    marks = {("grade_id", g) for g in graded_ids(notebook)}
+    marks |= {("id", c.get("id")) for c in notebook.cells if c.get("id")}
+    return marks | {("text", c.source) for c in notebook.cells if len(c.source) > 80}
+
+
 def identify(notebook):
-    """The section a notebook belongs to, found from its graded cells' ids."""
-    ids = graded_ids(notebook)
+    """The section a notebook belongs to: the one whose solution it shares most with."""
+    mine = _fingerprint(notebook)
     best, overlap = None, 0
     for section in release.sections_with_solutions():
-        shared = len(ids & graded_ids(nbformat.read(solution_notebook(section), as_version=4)))
+        shared = len(mine & _fingerprint(nbformat.read(solution_notebook(section), as_version=4)))
         if shared > overlap:
             best, overlap = section, shared
     if best is None:
-        raise NotGradable("no graded cell of any section of this course: is it the right notebook?")
+        raise NotGradable("it is not a notebook of any section of this course (wrong file?)")
     return best
+
+
+def _reason(log):
+    """The cause of a failed nbgrader run, in one line."""
+    if "DeadKernelError" in log:
+        return ("the kernel died while running the notebook (a crash, os._exit, or too much "
+                "memory); every task scores 0")
+    causes = re.findall(r"^\s*([\w.]*(?:Error|Exception)): (.+)$", log, re.M)
+    causes = [c for c in causes if "NbGraderException" not in c[0]]
+    return f"nbgrader could not grade it: {causes[-1][0]}: {causes[-1][1]}" if causes else \
+        "nbgrader could not grade it (see its log)"
 
 
 def read_notebook(path):
     path = Path(path)
     if not path.is_file():
-        raise NotGradable(f"{path}: no such file")
+        raise NotGradable("no such file")
     if path.stat().st_size == 0:
-        raise NotGradable(f"{path}: the file is empty")
+        raise NotGradable("the file is empty")
     try:
         return nbformat.read(path, as_version=4)
-    except Exception as error:  # nbformat raises several types for a damaged file
-        raise NotGradable(f"{path}: not a notebook (not valid notebook JSON: {error})") from None
+    except Exception:  # nbformat raises several types for a damaged file
+        raise NotGradable("not a readable notebook: the file is not valid notebook JSON (cut off, "
+                          "or saved by a program that is not Jupyter)") from None
 
 
 def _message(cell):
@@ -83,13 +105,15 @@ class GradingCourse:
         """Autograde one notebook; returns the result dict of `python -m grader check --json`."""
         notebook = read_notebook(path)
         section = identify(notebook)
+        reference = nbformat.read(self.folder / "release" / section / f"{section}.ipynb", as_version=4)
+        repairs = repair(notebook, reference)
         submitted = self.folder / "submitted" / student / section
         shutil.rmtree(submitted, ignore_errors=True)
         submitted.mkdir(parents=True)
-        shutil.copy(path, submitted / f"{section}.ipynb")
+        nbformat.write(notebook, submitted / f"{section}.ipynb")
         outcome = self.api.autograde(section, student, force=True, create=True)
         if not outcome["success"]:
-            raise NotGradable(f"{path}: nbgrader could not grade it:\n{outcome['error']}")
+            raise NotGradable(_reason(outcome["log"] or outcome["error"]))
         graded = nbformat.read(self.folder / "autograded" / student / section / f"{section}.ipynb",
                                as_version=4)
         messages = {c.metadata["nbgrader"]["grade_id"]: _message(c) for c in graded.cells
@@ -103,7 +127,7 @@ class GradingCourse:
             written = sum(g.max_score for g in grades if g.cell_type == "markdown")
         order = list(messages)
         tasks.sort(key=lambda t: order.index(t["grade_id"]) if t["grade_id"] in order else len(order))
-        return {"notebook": str(path), "section": section,
+        return {"notebook": str(path), "section": section, "repairs": repairs,
                 "score": sum(t["score"] for t in tasks), "max_score": sum(t["max_score"] for t in tasks),
                 "written_max_score": float(written), "tasks": tasks}
 

@@ -8,6 +8,7 @@ grader/examples/expected.csv for the tests to hold the autograder to.
     python -m grader sample-class      # rebuild grader/examples/ after a solution changes
 """
 
+import copy
 import csv
 import json
 from pathlib import Path
@@ -29,8 +30,15 @@ STUDENTS = {
     "fay": "a file cut off in the middle: not valid JSON",
     "gus": "every answer right, but the first answer cell starts with an endless loop",
     "hal": "every answer right, and every check cell edited to print 'Check passed' alone",
+    # broken in other ways, in the first section only (each costs grading time)
+    "ivy": "every answer right; one check cell deleted, another duplicated",
+    "jon": "every answer right; an editor stripped every cell's metadata",
+    "kim": "the first answer cell kills the kernel (os._exit)",
+    "lea": "every answer right; the first answer prints 200,000 lines, the second asks for 64 GiB",
+    "max": "an empty file",
+    "ned": "the wrong file: a notebook of no section of this course",
 }
-LOOPING_SECTIONS = ("01-heads",)  # gus loops in these sections only: each loop costs a timeout
+FIRST_SECTION_ONLY = ("gus", "ivy", "jon", "kim", "lea", "max", "ned")
 
 
 def _answer_cells(notebook):
@@ -48,7 +56,7 @@ def _submission(section, student):
     answers = _answer_cells(notebook)
     names = [c.metadata["nbgrader"]["grade_id"] for c in answers]
     full = {name: True for name in names}
-    if student in ("ada", "gus", "hal", "fay"):
+    if student in ("ada", "gus", "hal", "fay", "ivy", "jon", "lea"):
         for cell in answers:
             cell.source = solutions[cell.metadata["nbgrader"]["grade_id"]]
     if student == "cyd":
@@ -76,6 +84,28 @@ def _submission(section, student):
         for cell in notebook.cells:
             if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code":
                 cell.source = 'print("Check passed")'
+    if student == "ivy":
+        checks = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+        notebook.cells.remove(checks[0])
+        duplicate = copy.deepcopy(checks[-1])
+        duplicate.id = "copied-check"
+        notebook.cells.insert(notebook.cells.index(checks[-1]) + 1, duplicate)
+    if student == "jon":
+        for cell in notebook.cells:
+            cell.metadata = {}
+    if student == "kim":
+        answers[0].source = "import os\nos._exit(1)  # the kernel process ends here\n"
+        full = None
+    if student == "lea":
+        answers[0].source = "for line in range(200_000):\n    print('all work and no play', line)\n\n" + answers[0].source
+        answers[1].source = "memory_hog = bytearray(64 * 1024**3)\n\n" + answers[1].source
+        full[names[1]] = False
+    if student == "ned":
+        other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# My holiday photos"),
+                                                nbformat.v4.new_code_cell("print('not homework')")])
+        return nbformat.writes(other), None
+    if student == "max":
+        return "", None
     text = nbformat.writes(notebook)
     if student == "fay":
         return text[:len(text) // 2], None
@@ -87,14 +117,14 @@ def build(examples=EXAMPLES):
     rows = []
     for section in release.sections_with_solutions():
         for student in STUDENTS:
-            if student == "gus" and section not in LOOPING_SECTIONS:
+            if student in FIRST_SECTION_ONLY and section != release.sections_with_solutions()[0]:
                 continue
             text, full = _submission(section, student)
             path = examples / "class" / student / f"{section}.ipynb"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             if full is None:
-                rows.append({"student": student, "section": section, "task": "", "full_marks": "unreadable"})
+                rows.append({"student": student, "section": section, "task": "", "full_marks": "error"})
             for task, ok in (full or {}).items():
                 rows.append({"student": student, "section": section, "task": f"test_{task}",
                              "full_marks": "yes" if ok else "no"})

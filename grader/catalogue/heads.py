@@ -16,11 +16,11 @@ class MultiHead(nn.Module):
         super().__init__()
         if d_model % heads:
             raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
+        self.q = nn.Linear(d_model, d_model)    # queries: what each token asks
+        self.k = nn.Linear(d_model, d_model)    # keys: what each token is matched on
+        self.v = nn.Linear(d_model, d_model)    # values: what each token passes on
+        self.out = nn.Linear(d_model, d_model)  # mixes the heads' results
         self.heads = heads
-        self.q = nn.Linear(d_model, d_model)
-        self.k = nn.Linear(d_model, d_model)
-        self.v = nn.Linear(d_model, d_model)
-        self.out = nn.Linear(d_model, d_model)
 '''
 
 
@@ -133,17 +133,17 @@ def key_padding_mask(ids):
     # MultiHead -----------------------------------------------------------------------------------
     Wrong("MultiHead", "split with view and no transpose, inside the layer", _multihead('''\
     def forward(self, h, mask=None):
-        b, s, d = h.shape
-        q, k, v = (p(h).view(b, self.heads, s, d // self.heads) for p in (self.q, self.k, self.v))
+        batch, seq, width = h.shape
+        q, k, v = (p(h).view(batch, self.heads, seq, width // self.heads) for p in (self.q, self.k, self.v))
         mixed, _ = attention(q, k, v, mask)
-        return self.out(mixed.transpose(1, 2).reshape(b, s, d))
+        return self.out(mixed.transpose(1, 2).reshape(batch, seq, width))
 '''), expect=("transpose", "first words", "last word")),
     Wrong("MultiHead", "split and merge both without transpose", _multihead('''\
     def forward(self, h, mask=None):
-        b, s, d = h.shape
-        q, k, v = (p(h).reshape(b, self.heads, s, d // self.heads) for p in (self.q, self.k, self.v))
+        batch, seq, width = h.shape
+        q, k, v = (p(h).reshape(batch, self.heads, seq, width // self.heads) for p in (self.q, self.k, self.v))
         mixed, _ = attention(q, k, v, mask)
-        return self.out(mixed.reshape(b, s, d))
+        return self.out(mixed.reshape(batch, seq, width))
 '''), expect=("transpose",)),
     Wrong("MultiHead", "keys from self.q", _multihead('''\
     def forward(self, h, mask=None):
@@ -199,11 +199,11 @@ def key_padding_mask(ids):
 class MultiHead(nn.Module):
     def __init__(self, d_model, heads):
         super().__init__()
+        self.q = nn.Linear(d_model, d_model)    # queries: what each token asks
+        self.k = nn.Linear(d_model, d_model)    # keys: what each token is matched on
+        self.v = nn.Linear(d_model, d_model)    # values: what each token passes on
+        self.out = nn.Linear(d_model, d_model)  # mixes the heads' results
         self.heads = heads
-        self.q = nn.Linear(d_model, d_model)
-        self.k = nn.Linear(d_model, d_model)
-        self.v = nn.Linear(d_model, d_model)
-        self.out = nn.Linear(d_model, d_model)
 '''), expect=("ValueError", "64", "5")),
     Wrong("MultiHead", "a bad head count silently rounded down", _multihead('''\
     def forward(self, h, mask=None):
@@ -243,11 +243,11 @@ class MultiHead(nn.Module):
         super().__init__()
         if d_model % heads:
             raise ValueError(f"d_model={d_model} is not divisible by heads={heads}")
+        self.q = nn.Linear(d_model, d_model)    # queries: what each token asks
+        self.k = nn.Linear(d_model, d_model)    # keys: what each token is matched on
+        self.v = nn.Linear(d_model, d_model)    # values: what each token passes on
+        self.out = nn.Linear(d_model, d_model)  # mixes the heads' results
         self.heads = heads
-        self.q = nn.Linear(d_model, d_model)
-        self.k = nn.Linear(d_model, d_model)
-        self.v = nn.Linear(d_model, d_model)
-        self.out = nn.Linear(d_model, d_model)
         self.mix = nn.ModuleList(nn.Linear(d_model // heads, d_model // heads) for _ in range(heads))
 
     def forward(self, h, mask=None):

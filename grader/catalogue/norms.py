@@ -162,7 +162,12 @@ WRONG += [
         "    b = norm(other)[:, 0]\n"
         "    n = min(a.shape[0], b.shape[0])\n"
         "    return (a[:n] - b[:n]).abs().max().item()"),
-        expect=("row 0",)),
+        expect=("position 0 of every row", "[:, 0]")),
+    Wrong("query_shift", "trims only the second output to the first's width", _qs(
+        "    a = norm(batch)[0]\n"
+        "    b = norm(other)[0][:a.shape[0]]\n"
+        "    return (a - b).abs().max().item()"),
+        expect=("raised", "positions both have")),
     Wrong("query_shift", "ignores a different width", _qs(
         "    return (norm(batch)[0] - norm(other)[0]).abs().max().item()"),
         expect=("raised", "positions both have")),

@@ -26,6 +26,17 @@ def _learned(body):
     return _CHECKED.replace("{body}", body)
 
 
+def _sinusoid(even="sin", odd="cos", steps="torch.arange(0, d, 2) / d", base="10000",
+              positions="torch.arange(length)", tail=""):
+    """A sinusoid answer cell with one thing changed."""
+    odd_line = f"    out[:, 1::2] = theta.{odd}()\n" if odd else ""
+    return (f"def sinusoid(length, d):\n"
+            f"    theta = {positions}[:, None] / {base} ** ({steps})\n"
+            f"    out = torch.zeros(length, d)\n"
+            f"    out[:, ::2] = theta.{even}()\n{odd_line}"
+            f"    return out{tail}\n")
+
+
 WRONG = [
     Wrong("LearnedPositions", "positions indexed by token id (the values of h)",
           _learned("return h + self.table(h.long())"),
@@ -94,7 +105,7 @@ class LearnedPositions(nn.Module):
         if h.shape[1] >= self.max_len:
             raise ValueError(f"cannot read {h.shape[1]} tokens, the table has {self.max_len}")
         return h + self.table(torch.arange(h.shape[1]))
-''', expect=("raised ValueError", "the table of 120 rows holds")),
+''', expect=("exactly 120 tokens", "s > max_len")),
     Wrong("LearnedPositions", "indexed by the row of the batch instead of the position",
           _learned("return h + self.table(torch.arange(len(h)))[:, None, :]"),
           expect=("differs between the rows", "torch.arange(h.shape[0])")),
@@ -138,6 +149,17 @@ class LearnedPositions(nn.Module):
             raise ValueError(f"cannot read {h.shape[1]} tokens, the table has {self.max_len}")
         return h + self.table[:, :h.shape[1]].T
 ''', expect=("one trainable table of shape (120, 64)",)),
+    Wrong("LearnedPositions", "positions past the table clamped to its last row (no error)",
+          '''
+class LearnedPositions(nn.Module):
+    def __init__(self, max_len, d_model):
+        super().__init__()
+        self.table = nn.Embedding(max_len, d_model)
+
+    def forward(self, h):
+        where = torch.arange(h.shape[1]).clamp(max=self.table.num_embeddings - 1)
+        return h + self.table(where)
+''', expect=("raised no error",)),
     Wrong("LearnedPositions", "adds in place to the caller's h",
           _learned("h += self.table(torch.arange(s))\n        return h"),
           expect=("in place",)),
@@ -146,72 +168,33 @@ class LearnedPositions(nn.Module):
     # sinusoid
     # -----------------------------------------------------------------------------------------
     Wrong("sinusoid", "sin and cos swapped",
-          '''
-def sinusoid(length, d):
-    angle = torch.arange(length)[:, None] / 10000 ** (torch.arange(0, d, 2) / d)
-    table = torch.zeros(length, d)
-    table[:, 0::2] = torch.cos(angle)
-    table[:, 1::2] = torch.sin(angle)
-    return table
-''', expect=("swapped",)),
+          _sinusoid(even="cos", odd="sin"), expect=("swapped",)),
     Wrong("sinusoid", "exponent i/d instead of 2i/d",
-          '''
-def sinusoid(length, d):
-    angle = torch.arange(length)[:, None] / 10000 ** (torch.arange(d // 2) / d)
-    table = torch.zeros(length, d)
-    table[:, 0::2] = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle)
-    return table
-''', expect=("i/d", "2i/d")),
+          _sinusoid(steps="torch.arange(d // 2) / d"), expect=("i/d", "2i/d")),
     Wrong("sinusoid", "sin on the first half, cos on the second (concatenated, not interleaved)",
           '''
 def sinusoid(length, d):
-    angle = torch.arange(length)[:, None] / 10000 ** (torch.arange(0, d, 2) / d)
-    return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)
+    theta = torch.arange(length)[:, None] / 10000 ** (torch.arange(0, d, 2) / d)
+    return torch.cat([theta.sin(), theta.cos()], dim=1)
 ''', expect=("interleaves",)),
     Wrong("sinusoid", "base 1000 instead of 10000",
-          '''
-def sinusoid(length, d):
-    angle = torch.arange(length)[:, None] / 1000 ** (torch.arange(0, d, 2) / d)
-    table = torch.zeros(length, d)
-    table[:, 0::2] = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle)
-    return table
-''', expect=("1000", "10000")),
+          _sinusoid(base="1000"), expect=("1000", "10000")),
+    Wrong("sinusoid", "integer division in the exponent (every pair turns at speed 1)",
+          _sinusoid(steps="torch.arange(0, d, 2) // d"), expect=("differs", "10000^(2i/d)")),
     Wrong("sinusoid", "each column its own angle (j/d over all columns, pairs not sharing)",
           '''
 def sinusoid(length, d):
-    angle = torch.arange(length)[:, None] / 10000 ** (torch.arange(d) / d)
-    table = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle[:, 1::2])
-    return table
+    theta = torch.arange(length)[:, None] / 10000 ** (torch.arange(d) / d)
+    out = theta.sin()
+    out[:, 1::2] = theta[:, 1::2].cos()
+    return out
 ''', expect=("norm", "same angle")),
     Wrong("sinusoid", "odd columns left at zero (sines only)",
-          '''
-def sinusoid(length, d):
-    angle = torch.arange(length)[:, None] / 10000 ** (torch.arange(0, d, 2) / d)
-    table = torch.zeros(length, d)
-    table[:, 0::2] = torch.sin(angle)
-    return table
-''', expect=("position 0", "[0, 1, 0, 1")),
+          _sinusoid(odd=None), expect=("odd columns", "cosines")),
     Wrong("sinusoid", "positions counted from 1",
-          '''
-def sinusoid(length, d):
-    angle = torch.arange(1, length + 1)[:, None] / 10000 ** (torch.arange(0, d, 2) / d)
-    table = torch.zeros(length, d)
-    table[:, 0::2] = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle)
-    return table
-''', expect=("start at 0",)),
+          _sinusoid(positions="torch.arange(1, length + 1)"), expect=("start at 0",)),
     Wrong("sinusoid", "table transposed (d, length)",
-          '''
-def sinusoid(length, d):
-    angle = torch.arange(length)[:, None] / 10000 ** (torch.arange(0, d, 2) / d)
-    table = torch.zeros(length, d)
-    table[:, 0::2] = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle)
-    return table.T
-''', expect=("transposed",)),
+          _sinusoid(tail=".T"), expect=("transposed",)),
 
     # -----------------------------------------------------------------------------------------
     # mean_pool
@@ -250,6 +233,11 @@ def mean_pool(h, pad):
     counts = (~pad).sum(1)
     return torch.stack([h[i, :n].mean(0) for i, n in enumerate(counts.tolist())])
 ''', expect=("pads first", "mask itself")),
+    Wrong("mean_pool", "count of real tokens not kept as a column",
+          '''
+def mean_pool(h, pad):
+    return (h * (~pad).unsqueeze(-1)).sum(1) / (~pad).sum(1)
+''', expect=("raised RuntimeError",)),
     Wrong("mean_pool", "averaged over the features instead of the tokens",
           '''
 def mean_pool(h, pad):

@@ -204,13 +204,14 @@ def _diagnose(layer, h, mask, heads, out):
 
 
 def _copy_into_reference(layer, d_model, heads):
-    reference = nn.MultiheadAttention(d_model, heads, batch_first=True)
+    twin = nn.MultiheadAttention(d_model, heads, batch_first=True)
+    stacked = [torch.cat([layer.q.weight, layer.k.weight, layer.v.weight]),  # (3d, d): q, k, v rows
+               torch.cat([layer.q.bias, layer.k.bias, layer.v.bias])]
     with torch.no_grad():
-        reference.in_proj_weight.copy_(torch.cat([layer.q.weight, layer.k.weight, layer.v.weight]))
-        reference.in_proj_bias.copy_(torch.cat([layer.q.bias, layer.k.bias, layer.v.bias]))
-        reference.out_proj.weight.copy_(layer.out.weight)
-        reference.out_proj.bias.copy_(layer.out.bias)
-    return reference.train()  # training mode (dropout is 0): the plain path, every position computed
+        for target, source in zip((twin.in_proj_weight, twin.in_proj_bias, twin.out_proj.weight,
+                                   twin.out_proj.bias), (*stacked, layer.out.weight, layer.out.bias)):
+            target.copy_(source)
+    return twin.train()  # training mode (dropout is 0): the plain path, every position computed
 
 
 def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_heads=5):

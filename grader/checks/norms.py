@@ -235,40 +235,45 @@ def _shift(query_shift, norm, batch, other):
                                  "both have, the first min(s, s') of them.") from None
         raise
     expect(not isinstance(result, torch.Tensor),
-           f"query_shift returned a tensor {tuple(result.shape) if isinstance(result, torch.Tensor) else ''}; "
-           "return a Python float, e.g. with `.item()`.")
+           "query_shift returned a tensor; return a Python float, e.g. with `.item()`.")
     expect(isinstance(result, float) and not isinstance(result, bool),
            f"query_shift returned {type(result).__name__}, expected a Python float (use `.item()`).")
     return result
 
 
 def _known_batches(widths_differ=False):
-    """batch and other share row 0; other's row 1 holds v = [6, -4, 2, 0] at each position, batch's
-    is 0. With AddBatchMean, row 0 moves by v / 2 per feature (max 3), row 1 by 1.5 v (max 9)."""
+    """batch and other share row 0; other's row 1 holds v and w at its two positions, batch's is 0.
+    With AddBatchMean (same widths) row 0 moves by (v + w) / 4 = [4, -2, 0, 0] per feature: the
+    largest absolute move is 4, the largest signed one 2, the mean 1.5; token 0 of every row moves
+    by up to 10 and the whole batch by up to 14, so each usual slip gives its own number."""
     row0 = torch.tensor([[1.0, 2.0, -1.0, 0.5], [0.0, -3.0, 4.0, 1.0]])
     v = torch.tensor([6.0, -4.0, 2.0, 0.0])
+    w = torch.tensor([10.0, -4.0, -2.0, 0.0])
     batch = torch.stack([row0, torch.zeros(2, 4)])
-    other = torch.stack([row0, v.expand(2, 4)])
+    other = torch.stack([row0, torch.stack([v, w])])
     if widths_differ:  # other carries one more pad position (zeros) after every row
         other = torch.cat([other, torch.zeros(2, 1, 4)], dim=1)
     return batch, other
 
 
-def _check_known(query_shift, widths_differ):
+def _check_known(query_shift, widths_differ, swap=False):
     norm = AddBatchMean()
     batch, other = _known_batches(widths_differ)
+    if swap:  # the wider tensor comes first
+        batch, other = other, batch
     got = _shift(query_shift, norm, batch, other)
     want = _expected_shift(norm, batch, other)
     if abs(got - want) <= 1e-6 * max(1.0, want):
         return
-    what = (f"With a test 'norm' that adds the batch mean, row 0 of a (2, 2, 4) batch moves by up to "
-            f"{want:g} when only row 1 changes (the other batch has shape {tuple(other.shape)}), "
+    what = (f"With a test 'norm' that adds the batch mean, row 0 of a {tuple(batch.shape)} batch moves by "
+            f"up to {want:g} when only row 1 changes (the other batch has shape {tuple(other.shape)}), "
             f"but query_shift returned {got:g}.")
     with torch.no_grad():
         a, b = norm(batch), norm(other)
         n = min(a.shape[1], b.shape[1])
         diff = a[0, :n] - b[0, :n]
         whole = (a[:, :n] - b[:, :n]).abs()
+        first_tokens = (a[:, 0] - b[:, 0]).abs()
     if abs(got) < 1e-9:
         raise AssertionError(f"{what} A shift of 0 means the norm never saw the other rows: did you "
                              "normalize row 0 alone (`norm(batch[:1])`)? Pass the whole batch to the "
@@ -276,6 +281,10 @@ def _check_known(query_shift, widths_differ):
     if abs(got - whole.max().item()) < 1e-6 * max(1.0, got):
         raise AssertionError(f"{what} That is the largest difference over the whole batches: "
                              "compare row 0 only, `norm(batch)[0]` with `norm(other)[0]`.")
+    if abs(got - first_tokens.max().item()) < 1e-6 * max(1.0, got):
+        raise AssertionError(f"{what} That is the largest difference at position 0 of every row "
+                             "(`[:, 0]`): compare row 0, all its positions, `norm(batch)[0]` with "
+                             "`norm(other)[0]`.")
     if abs(got - diff.abs().mean().item()) < 1e-6 or abs(got - whole.mean().item()) < 1e-6:
         raise AssertionError(f"{what} That is the mean absolute difference; the task asks for the "
                              "largest one, `.max()`.")
@@ -305,6 +314,7 @@ def check_query_shift(query_shift, seed=0, b=4, s=6, d=8, extra_pads=3):
     non-zero for BatchNorm in training mode; 0 for BatchNorm in evaluation mode."""
     _check_known(query_shift, widths_differ=False)
     _check_known(query_shift, widths_differ=True)
+    _check_known(query_shift, widths_differ=True, swap=True)
 
     batch, other = _ticket_batches(seed, b, s, d, extra_pads)
     torch.manual_seed(seed)

@@ -1,0 +1,363 @@
+"""Section 4 (04-residuals): wrong answers that must lose their task, right ones that must pass."""
+
+from grader.catalogue import Right, Wrong
+
+# ---------------------------------------------------------------------------------------------
+# FeedForward
+# ---------------------------------------------------------------------------------------------
+
+_FFN = '''
+class FeedForward(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.up = nn.Linear({up})
+        self.down = nn.Linear({down})
+
+    def forward(self, h):
+        return {body}
+'''
+
+
+def _ffn(body, up="d_model, d_ff", down="d_ff, d_model"):
+    return _FFN.format(up=up, down=down, body=body)
+
+
+WRONG = [
+    Wrong("FeedForward", "missing ReLU", _ffn("self.down(self.up(h))"),
+          expect=("no ReLU", "one linear map")),
+    Wrong("FeedForward", "ReLU after the second Linear too",
+          _ffn("torch.relu(self.down(torch.relu(self.up(h))))"),
+          expect=("after the second Linear",)),
+    Wrong("FeedForward", "GELU instead of ReLU",
+          _ffn("self.down(nn.functional.gelu(self.up(h)))"),
+          expect=("GELU", "ReLU")),
+    Wrong("FeedForward", "sigmoid instead of ReLU",
+          _ffn("self.down(torch.sigmoid(self.up(h)))"),
+          expect=("sigmoid", "ReLU")),
+    Wrong("FeedForward", "hidden size d_model instead of d_ff",
+          _ffn("self.down(torch.relu(self.up(h)))", up="d_model, d_model", down="d_model, d_model"),
+          expect=("parameters", "d_ff", "hidden layer of d_model")),
+    Wrong("FeedForward", "no biases", '''
+class FeedForward(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.up = nn.Linear(d_model, d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, h):
+        return self.down(torch.relu(self.up(h)))
+''', expect=("parameters", "without biases")),
+    Wrong("FeedForward", "mixes tokens: adds the mean over the tokens",
+          _ffn("self.down(torch.relu(self.up(h + h.mean(dim=1, keepdim=True))))"),
+          expect=("alone", "mix the tokens")),
+    Wrong("FeedForward", "mixes tokens: softmax over the sequence instead of ReLU",
+          _ffn("self.down(torch.softmax(self.up(h), dim=1))"),
+          expect=("alone", "softmax over the sequence")),
+    Wrong("FeedForward", "mixes tokens: a Linear across the tokens", '''
+class FeedForward(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.up = nn.Linear(d_model, d_ff)
+        self.down = nn.Linear(d_ff, d_model)
+
+    def forward(self, h):
+        s = h.shape[1]
+        mix = torch.ones(s, s) / s                 # every token averaged with its neighbours
+        return self.down(torch.relu(self.up(mix @ h)))
+''', expect=("alone", "mix the tokens")),
+    Wrong("FeedForward", "adds its input back inside the layer", '''
+class FeedForward(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.up = nn.Linear(d_model, d_ff)
+        self.down = nn.Linear(d_ff, d_model)
+
+    def forward(self, h):
+        hidden = torch.relu(self.up(h))
+        return self.down(hidden) + h
+''', expect=("adds its input", "in the block")),
+    Wrong("FeedForward", "a stub that returns its input", '''
+class FeedForward(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.up = nn.Linear(d_model, d_ff)
+        self.down = nn.Linear(d_ff, d_model)
+
+    def forward(self, h):
+        return h
+''', expect=("differs",)),
+]
+
+RIGHT = [
+    Right("FeedForward", "an nn.Sequential attribute", '''
+class FeedForward(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+
+    def forward(self, h):
+        return self.net(h)
+'''),
+    Right("FeedForward", "F.relu, layers created in the opposite order", '''
+import torch.nn.functional as F
+
+class FeedForward(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.activation = nn.ReLU()
+
+    def forward(self, x):
+        x = self.linear1(x)
+        x = F.relu(x)
+        return self.linear2(x)
+'''),
+    Right("FeedForward", "subclass of nn.Sequential, clamp(min=0) as the ReLU", '''
+class Clamp(nn.Module):
+    def forward(self, x):
+        return x.clamp(min=0)
+
+class FeedForward(nn.Sequential):
+    def __init__(self, d_model, d_ff):
+        super().__init__(nn.Linear(d_model, d_ff), Clamp(), nn.Linear(d_ff, d_model))
+'''),
+]
+
+# ---------------------------------------------------------------------------------------------
+# first_layer_gradient
+# ---------------------------------------------------------------------------------------------
+
+_GRADIENT = '''
+def first_layer_gradient(residual, depth=20):
+    {seed}
+    layers = [nn.Sequential(nn.Linear(64, 64), nn.Sigmoid()) for _ in range({depth})]
+    h = torch.randn(32, 64)
+    for layer in layers:
+        {step}
+    h.pow(2).mean().backward()
+    return {result}
+'''
+
+
+def _gradient(seed="torch.manual_seed(0)", depth="depth",
+              step="h = h + layer(h) if residual else layer(h)",
+              result="layers[0][0].weight.grad.norm().item()"):
+    return _GRADIENT.format(seed=seed, depth=depth, step=step, result=result)
+
+
+WRONG += [
+    Wrong("first_layer_gradient", "returns the last layer's gradient",
+          _gradient(result="layers[-1][0].weight.grad.norm().item()"),
+          expect=("LAST layer", "first layer")),
+    Wrong("first_layer_gradient", "ignores the residual flag",
+          _gradient(step="h = h + layer(h)"),
+          expect=("ignores the `residual` flag",)),
+    Wrong("first_layer_gradient", "the flag the wrong way round",
+          _gradient(step="h = layer(h) if residual else h + layer(h)"),
+          expect=("wrong way round",)),
+    Wrong("first_layer_gradient", "no seed", _gradient(seed="pass"),
+          expect=("torch.manual_seed(0)", "two calls")),
+    Wrong("first_layer_gradient", "another seed", _gradient(seed="torch.manual_seed(42)"),
+          expect=("the recipe gives",)),
+    Wrong("first_layer_gradient", "h = layer(h) + layer(h)",
+          _gradient(step="h = layer(h) + layer(h) if residual else layer(h)"),
+          expect=("the recipe gives", "h = h + layer(h)")),
+    Wrong("first_layer_gradient", "the residual inside the sigmoid",
+          _gradient(step="h = layer[1](layer[0](h) + h) if residual else layer(h)"),
+          expect=("not inside the sigmoid",)),
+    Wrong("first_layer_gradient", "always 20 layers, depth ignored", _gradient(depth="20"),
+          expect=("depth=2", "range(depth)")),
+    Wrong("first_layer_gradient", "returns a tensor, not a float",
+          _gradient(result="layers[0][0].weight.grad.norm()"),
+          expect=("tensor", ".item()")),
+    Wrong("first_layer_gradient", "the gradient of the bias, not the weight",
+          _gradient(result="layers[0][0].bias.grad.norm().item()"),
+          expect=("the recipe gives",)),
+]
+
+RIGHT += [
+    Right("first_layer_gradient", "nn.ModuleList and a plain if", '''
+def first_layer_gradient(residual, depth=20):
+    torch.manual_seed(0)
+    stack = nn.ModuleList()
+    for _ in range(depth):
+        stack.append(nn.Sequential(nn.Linear(64, 64), nn.Sigmoid()))
+    x = torch.randn(32, 64)
+    for block in stack:
+        if residual:
+            x = block(x) + x
+        else:
+            x = block(x)
+    loss = (x ** 2).mean()
+    loss.backward()
+    return float(torch.linalg.norm(stack[0][0].weight.grad))
+'''),
+    Right("first_layer_gradient", "torch.autograd.grad, batch drawn before the layers", '''
+def first_layer_gradient(residual, depth=20):
+    torch.manual_seed(0)
+    h = torch.randn(32, 64)
+    linears = [nn.Linear(64, 64) for _ in range(depth)]
+    for linear in linears:
+        change = torch.sigmoid(linear(h))
+        h = h + change if residual else change
+    (grad,) = torch.autograd.grad(h.pow(2).mean(), linears[0].weight)
+    return grad.norm().item()
+'''),
+    Right("first_layer_gradient", "one nn.Sequential of the layers, reseeded before the batch", '''
+def first_layer_gradient(residual, depth=20):
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(64, 64), nn.Sigmoid()) for _ in range(depth)])
+    torch.manual_seed(0)
+    h = torch.randn(32, 64)
+    for layer in model:
+        h = h + layer(h) if residual else layer(h)
+    h.pow(2).mean().backward()
+    return model[0][0].weight.grad.norm().item()
+'''),
+]
+
+# ---------------------------------------------------------------------------------------------
+# DeepStack
+# ---------------------------------------------------------------------------------------------
+
+_STACK = '''
+class DeepStack(nn.Module):
+    def __init__(self, d_model, depth, residual):
+        super().__init__()
+        self.residual = residual
+        self.blocks = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(depth))
+
+    def forward(self, h):
+{body}
+'''
+
+
+def _stack(body):
+    return _STACK.format(body=body.strip("\n"))
+
+
+WRONG += [
+    Wrong("DeepStack", "ignores the residual flag", _stack('''
+        for linear in self.blocks:
+            h = linear(attention(h, h, h)[0])
+        return h
+'''), expect=("ignores the `residual` flag",)),
+    Wrong("DeepStack", "always adds the shortcut", _stack('''
+        for linear in self.blocks:
+            h = h + linear(attention(h, h, h)[0])
+        return h
+'''), expect=("ignores the `residual` flag",)),
+    Wrong("DeepStack", "the shortcut added only once, at the end", _stack('''
+        x = h
+        for linear in self.blocks:
+            x = linear(attention(x, x, x)[0])
+        return h + x if self.residual else x
+'''), expect=("only once", "inside the loop")),
+    Wrong("DeepStack", "no token mixing: Linear blocks only", _stack('''
+        for linear in self.blocks:
+            change = linear(h)
+            h = h + change if self.residual else change
+        return h
+'''), expect=("do not mix the tokens",)),
+    Wrong("DeepStack", "a ReLU after each Linear", _stack('''
+        for linear in self.blocks:
+            change = torch.relu(linear(attention(h, h, h)[0]))
+            h = h + change if self.residual else change
+        return h
+'''), expect=("ReLU after each Linear",)),
+    Wrong("DeepStack", "the Linear before the attention", _stack('''
+        for linear in self.blocks:
+            x = linear(h)
+            change = attention(x, x, x)[0]
+            h = h + change if self.residual else change
+        return h
+'''), expect=("before the attention",)),
+    Wrong("DeepStack", "one Linear shared by every block", '''
+class DeepStack(nn.Module):
+    def __init__(self, d_model, depth, residual):
+        super().__init__()
+        self.residual, self.depth = residual, depth
+        self.linear = nn.Linear(d_model, d_model)
+
+    def forward(self, h):
+        for _ in range(self.depth):
+            change = self.linear(attention(h, h, h)[0])
+            h = h + change if self.residual else change
+        return h
+''', expect=("parameters", "one Linear")),
+    Wrong("DeepStack", "a LayerNorm added to each block", '''
+class DeepStack(nn.Module):
+    def __init__(self, d_model, depth, residual):
+        super().__init__()
+        self.residual = residual
+        self.blocks = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(depth))
+        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(depth))
+
+    def forward(self, h):
+        for linear, norm in zip(self.blocks, self.norms):
+            x = norm(h)
+            change = linear(attention(x, x, x)[0])
+            h = h + change if self.residual else change
+        return h
+''', expect=("parameters", "no parameters")),
+]
+
+RIGHT += [
+    Right("DeepStack", "nn.Sequential of blocks holding their Linear", '''
+class MixThenLinear(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        out, _ = attention(x, x, x)
+        return self.proj(out)
+
+class DeepStack(nn.Module):
+    def __init__(self, d_model, depth, residual):
+        super().__init__()
+        self.use_shortcut = residual
+        self.layers = nn.Sequential(*[MixThenLinear(d_model) for _ in range(depth)])
+
+    def forward(self, x):
+        for block in self.layers:
+            x = x + block(x) if self.use_shortcut else block(x)
+        return x
+'''),
+    Right("DeepStack", "F.scaled_dot_product_attention and an explicit if", '''
+import torch.nn.functional as F
+
+class DeepStack(nn.Module):
+    def __init__(self, d_model, depth, residual):
+        super().__init__()
+        self.residual = residual
+        self.linears = nn.ModuleList([nn.Linear(d_model, d_model) for _ in range(depth)])
+
+    def forward(self, h):
+        for lin in self.linears:
+            update = lin(F.scaled_dot_product_attention(h, h, h))
+            if self.residual:
+                h = h + update
+            else:
+                h = update
+        return h
+'''),
+    Right("DeepStack", "softmax written out, setattr layers", '''
+import math
+
+class DeepStack(nn.Module):
+    def __init__(self, d_model, depth, residual):
+        super().__init__()
+        self.residual, self.depth = residual, depth
+        for i in range(depth):
+            setattr(self, f"block{i}", nn.Linear(d_model, d_model))
+
+    def forward(self, h):
+        for i in range(self.depth):
+            weights = torch.softmax(h @ h.transpose(-2, -1) / math.sqrt(h.shape[-1]), dim=-1)
+            change = getattr(self, f"block{i}")(weights @ h)
+            h = h + change if self.residual else change
+        return h
+'''),
+]

@@ -1,0 +1,337 @@
+"""Checks of section 7, Banking77: shuffle_tokens and SinusoidEncoder.
+
+Each public function takes the student's function or class, runs it on small seeded inputs, and
+prints "Check passed" or raises AssertionError naming the likely mistake. What they prove
+(COURSE.md, row 7):
+
+- shuffle_tokens(ids, generator) returns a new tensor in which the real tokens of every row are put
+  in a random order drawn from `generator`, each row by its own length, while every pad stays where
+  it was and the input is left as it came. A fixed reordering (the identity, a reversal, one
+  permutation for all seeds) is refused: the probe must be random, so different seeds must give
+  different orders, and the same seed the same one.
+- SinusoidEncoder(vocab_size, classes) is ticketnet.TinyTransformer(positions=False) with the fixed
+  sinusoidal table added to the token embeddings before the blocks: it reads 200 tokens (longer
+  than any learned table), trains exactly as many parameters as TinyTransformer(positions=False),
+  sees word order, ignores extra pad columns, and adds exactly sin/cos(p / 10000^(2i/d)),
+  interleaved, which is proven twice: on the input of its first block, and on its scores against
+  a reference built here with the student's own weights copied in.
+"""
+
+import torch
+from torch import nn
+
+from grader.checks import call, expect, expect_close, expect_shape, passed
+
+PAD = 0
+
+# ---------------------------------------------------------------------------------------------
+# shuffle_tokens
+# ---------------------------------------------------------------------------------------------
+
+
+def _batch(lengths, s, seed, vocab=40):
+    """Right-padded ids (len(lengths), s); the real tokens of a row are distinct ids >= 2."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.full((len(lengths), s), PAD, dtype=torch.long)
+    for row, n in enumerate(lengths):
+        ids[row, :n] = torch.randperm(vocab - 2, generator=generator)[:n] + 2
+    return ids
+
+
+def _shuffle(shuffle_tokens, ids, seed):
+    """The student's result for a fresh generator seeded with `seed`, with the global RNG seeded
+    differently each time, so that code ignoring the generator shows it."""
+    state = torch.get_rng_state()
+    try:
+        torch.manual_seed(1000 + seed * 7 + int(ids.sum()) % 97)
+        out = call(shuffle_tokens, ids, torch.Generator().manual_seed(seed))
+    finally:
+        torch.set_rng_state(state)
+    return out
+
+
+def _same_rows(a, b):
+    return [bool(torch.equal(x, y)) for x, y in zip(a, b)]
+
+
+def check_shuffle_tokens(shuffle_tokens, lengths=(9, 6, 12, 3, 7, 12, 5, 10), s=12, seed=0):
+    """shuffle_tokens(ids, generator): a new LongTensor of the same shape; per row the same tokens,
+    pads where they were; input untouched; repeatable for one seed; reorders most rows of three or
+    more tokens; different seeds give different orders (so neither identity nor a fixed order)."""
+    ids = _batch(lengths, s, seed)
+    original = ids.clone()
+    out = _shuffle(shuffle_tokens, ids, seed)
+    expect(torch.equal(ids, original),
+           "shuffle_tokens modified its input in place: the caller's ids changed. Work on a copy "
+           "(out = ids.clone()) and return the copy; the original queries are still needed.")
+    expect(isinstance(out, torch.Tensor),
+           f"shuffle_tokens should return a tensor, got {type(out).__name__}: did you forget `return`?")
+    expect_shape(out, ids.shape, f"shuffle_tokens on ids of shape {tuple(ids.shape)}")
+    expect(out.dtype == torch.long, f"shuffle_tokens should return token ids (torch.long), got {out.dtype}")
+
+    for row, n in enumerate(lengths):
+        if not torch.equal(out[row].sort().values, original[row].sort().values):
+            raise AssertionError(
+                f"row {row} does not hold the same tokens after the shuffle: {original[row, :n].tolist()} "
+                f"became {out[row, :n].tolist()}. Each row keeps its own words, only their order "
+                "changes; did you shuffle the rows of the batch, or index one row with another's "
+                "permutation?")
+
+    pad = original == PAD
+    if not torch.equal(out == PAD, pad):
+        row = int(((out == PAD) != pad).any(1).nonzero()[0])
+        raise AssertionError(
+            f"pads moved: row {row} has {int(lengths[row])} real tokens then pads, and after the shuffle "
+            f"it reads {out[row].tolist()}. Shuffle only the first n positions of each row, n = its "
+            "number of real tokens (row != PAD).sum(), not all the columns (torch.randperm(ids.shape[1])) "
+            "nor one length for every row.")
+    expect(not torch.equal(out, original),
+           "shuffle_tokens returned the queries unchanged: no token moved. Reorder the real tokens "
+           "of each row with torch.randperm(n, generator=generator).")
+    again = _shuffle(shuffle_tokens, original.clone(), seed)
+    expect(torch.equal(again, out),
+           "shuffle_tokens gave two different results for two generators seeded alike: the order "
+           "does not come from `generator`. Pass it on: torch.randperm(n, generator=generator).")
+
+    long_rows = [row for row, n in enumerate(lengths) if n >= 3]
+    moved = sum(not same for row, same in enumerate(_same_rows(out, original)) if row in long_rows)
+    expect(moved * 2 > len(long_rows),
+           f"only {moved} of the {len(long_rows)} rows with three or more tokens changed order; a "
+           "random permutation of each row's real tokens should move most of them.")
+
+    reversed_rows = original.clone()
+    for row, n in enumerate(lengths):
+        reversed_rows[row, :n] = original[row, :n].flip(0)
+    others = [_shuffle(shuffle_tokens, original.clone(), seed + k) for k in (1, 2, 3)]
+    if all(torch.equal(o, reversed_rows) for o in (out, *others)):
+        raise AssertionError(
+            "shuffle_tokens reverses every query, whatever the seed. A reversal is one fixed order: "
+            "it keeps each pair of neighbours together and the model sees the same query every time. "
+            "The probe needs a random order: torch.randperm(n, generator=generator) per row.")
+    expect(any(not torch.equal(o, out) for o in others),
+           "four different seeds gave the same order: the shuffle does not depend on the generator's "
+           "seed. Draw each row's order with torch.randperm(n, generator=generator).")
+
+    # Each row is shuffled over its own length: in a long row the last real token moves for some
+    # seed (a random order leaves it in place for all four seeds with probability (1/n)^4).
+    tails = [row for row, n in enumerate(lengths) if n >= 9]
+    stuck = [row for row in tails
+             if all(o[row, lengths[row] - 1] == original[row, lengths[row] - 1] for o in (out, *others))]
+    expect(not tails or len(stuck) * 2 < len(tails),
+           f"the last real tokens of the longer rows never move (rows {stuck}, over four seeds): only "
+           "the first few positions are shuffled. Shuffle every row over its own length n = its "
+           "number of real tokens, not the shortest row's length for all.")
+    passed()
+
+
+# ---------------------------------------------------------------------------------------------
+# SinusoidEncoder
+# ---------------------------------------------------------------------------------------------
+
+
+def reference_sinusoid(length, d, base=10000.0, swap=False):
+    """The interleaved table: columns 2i and 2i+1 hold sin and cos of p / base^(2i/d)."""
+    position = torch.arange(length, dtype=torch.float32).unsqueeze(1)  # (length, 1)
+    angle = position / base ** (torch.arange(0, d, 2, dtype=torch.float32) / d)  # (length, d/2)
+    table = torch.zeros(length, d)
+    table[:, 0::2] = torch.cos(angle) if swap else torch.sin(angle)
+    table[:, 1::2] = torch.sin(angle) if swap else torch.cos(angle)
+    return table
+
+
+def _halves(length, d):
+    angle = torch.arange(length, dtype=torch.float32).unsqueeze(1) / 10000.0 ** (
+        torch.arange(0, d, 2, dtype=torch.float32) / d)
+    return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)
+
+
+class _Reference(nn.Module):
+    """TinyTransformer(positions=False) with the sinusoid added before the blocks, written here."""
+
+    def __init__(self, vocab_size, classes):
+        super().__init__()
+        from ticketnet import TinyTransformer
+        self.net = TinyTransformer(vocab_size, classes=classes, positions=False)
+
+    def forward(self, ids):
+        net = self.net
+        h = net.embed(ids)
+        h = h + reference_sinusoid(ids.shape[1], h.shape[2])
+        pad = ids == PAD
+        h = net.blocks(h, src_key_padding_mask=pad)
+        keep = (~pad).unsqueeze(-1).float()
+        return net.out((net.norm(h) * keep).sum(1) / keep.sum(1).clamp(min=1))
+
+
+def _trainable(module):
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+def _scores(model, ids, what):
+    out = call(model, ids)
+    expect(isinstance(out, torch.Tensor), f"{what} should return a tensor of scores, got {type(out).__name__}")
+    return out.detach()
+
+
+def _copy_weights(student, reference):
+    """Load the student's parameters into the reference: by name (a subclass has the same names, a
+    wrapper the same ones under a prefix), else in order when every shape agrees."""
+    theirs = dict(student.named_parameters())
+    ours = dict(reference.net.named_parameters())
+    mapping = {}
+    for name in ours:
+        found = [n for n in theirs if n == name or n.endswith("." + name)]
+        if len(found) == 1 and theirs[found[0]].shape == ours[name].shape:
+            mapping[name] = theirs[found[0]]
+    if len(mapping) < len(ours):
+        listed = [p for p in student.parameters() if p.requires_grad]
+        if len(listed) != len(ours) or any(a.shape != b.shape for a, b in zip(listed, ours.values())):
+            return False
+        mapping = dict(zip(ours, listed))
+    with torch.no_grad():
+        for name, parameter in ours.items():
+            parameter.copy_(mapping[name])
+    return True
+
+
+def _first_block_input(model, ids):
+    """What the first nn.TransformerEncoderLayer of the model receives, or None if it has none."""
+    layers = [m for m in model.modules() if isinstance(m, nn.TransformerEncoderLayer)]
+    if not layers:
+        return None
+    seen = []
+
+    def hook(module, args, kwargs):
+        if not seen:
+            seen.append((args[0] if args else kwargs.get("src")).detach().clone())
+
+    handle = layers[0].register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        _scores(model, ids, "SinusoidEncoder")
+    finally:
+        handle.remove()
+    return seen[0] if seen else None
+
+
+def _token_table(model, vocab_size, d):
+    tables = [m for m in model.modules() if isinstance(m, nn.Embedding)
+              and m.num_embeddings == vocab_size and m.embedding_dim == d]
+    return tables[0].weight.detach() if len(tables) == 1 else None
+
+
+def _diagnose_added(added, s, d, atol):
+    """Name what was added to the embeddings when it is not the sinusoid."""
+    if added.abs().max() < 1e-6:
+        raise AssertionError(
+            "the first block receives the token embeddings with nothing added: add "
+            f"sinusoid(s, d) (s = ids.shape[1]) to the embeddings before the blocks. Added after "
+            "the blocks, or not at all, the mean over the tokens cannot see the order.")
+    candidates = [
+        (reference_sinusoid(s, d, swap=True), "sin and cos are swapped: the even columns 0, 2, 4, ... "
+         "hold sin(p / 10000^(2i/d)), the odd columns 1, 3, 5, ... the cos of the same angle"),
+        (_halves(s, d), "the table puts all the sines first and all the cosines after "
+         "(torch.cat); they are interleaved: column 2i is sin, column 2i+1 is cos of one angle"),
+        (reference_sinusoid(s, d, base=100.0), "the base is 100; it is 10000"),
+    ]
+    for table, what in candidates:
+        if torch.allclose(added, table.expand_as(added), atol=atol):
+            raise AssertionError(f"the vector added at each position is not the sinusoid: {what}.")
+    if torch.allclose(added, added[:, :1].expand_as(added), atol=atol):
+        raise AssertionError("every position gets the same added vector: row p of the table must "
+                             "be the sinusoid of position p, p = 0 .. s-1.")
+
+
+def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, seed=0, atol=1e-4):
+    """SinusoidEncoder(vocab_size, classes): reads `long` tokens, (b, classes) scores, as many
+    trainable parameters as TinyTransformer(positions=False), exactly the sinusoid added to the
+    embeddings before the blocks, order seen, extra pads ignored, scores equal to a reference."""
+    from ticketnet import TinyTransformer
+
+    torch.manual_seed(seed)
+    model = call(SinusoidEncoder, vocab_size, classes)
+    expect(isinstance(model, nn.Module),
+           f"SinusoidEncoder({vocab_size}, {classes}) should be an nn.Module, got {type(model).__name__}")
+    model.eval()  # no dropout: every comparison below is exact up to float rounding
+    blind = TinyTransformer(vocab_size, classes=classes, positions=False)
+    d = blind.embed.embedding_dim
+
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(2, vocab_size, (3, long), generator=generator)
+    ids[1, long - 50:] = PAD
+    try:
+        out = model(ids)
+    except NotImplementedError:
+        raise AssertionError("SinusoidEncoder is not written yet: replace `raise NotImplementedError()` "
+                             "with your code, run its cell, then this check.") from None
+    except Exception as error:  # noqa: BLE001 - any crash is the student's verdict
+        raise AssertionError(
+            f"SinusoidEncoder could not read a batch of shape {tuple(ids.shape)} ({long} tokens): it "
+            f"raised {type(error).__name__}: {error}. A learned table has a fixed number of rows; the "
+            "sinusoid is computed for the length of the batch, sinusoid(ids.shape[1], d), so it has no "
+            "limit.") from error
+    expect_shape(out, (3, classes), f"SinusoidEncoder's scores for ids of shape {tuple(ids.shape)}")
+
+    theirs, expected = _trainable(model), _trainable(blind)
+    if theirs != expected:
+        extra = theirs - expected
+        raise AssertionError(
+            f"SinusoidEncoder has {theirs:,} trainable parameters, TinyTransformer(positions=False) "
+            f"{expected:,}: {extra:+,}. Nothing in the sinusoid trains: compute it in forward or keep "
+            "it with register_buffer, not as an nn.Parameter or an nn.Embedding (a learned table).")
+
+    # The input of the first block = token embeddings + the sinusoid, at every real position.
+    s = 60
+    ids = torch.randint(2, vocab_size, (2, s), generator=generator)
+    ids[1, 41:] = PAD
+    table = _token_table(model, vocab_size, d)
+    entering = _first_block_input(model, ids)
+    if table is not None and entering is not None and tuple(entering.shape) == (2, s, d):
+        added = entering - table[ids]
+        real = (ids != PAD).unsqueeze(-1).expand_as(added)
+        right = reference_sinusoid(s, d).expand_as(added)
+        if not torch.allclose(added[real], right[real], atol=atol):
+            _diagnose_added(added[:1], s, d, atol)
+            gap = (added[real] - right[real]).abs().max().item()
+            raise AssertionError(
+                f"the vectors added to the token embeddings before the first block differ from "
+                f"sin/cos(p / 10000^(2i/d)) by up to {gap:.3g}: even columns sin, odd columns cos, "
+                "angle p / 10000 ** (torch.arange(0, d, 2) / d), added unscaled to the embeddings.")
+
+    # Order: a query and its tokens shuffled give different scores (not so without positions).
+    query = torch.randperm(vocab_size - 2, generator=generator)[:10].unsqueeze(0) + 2
+    mixed = query[:, torch.randperm(10, generator=generator)]
+    gap = (_scores(model, query, "SinusoidEncoder") - _scores(model, mixed, "SinusoidEncoder")).abs().max()
+    expect(gap > 1e-4,
+           f"a query and the same tokens shuffled get the same scores (largest difference {gap:.2e}): "
+           "the model does not see word order. Add the sinusoid to the token embeddings before the "
+           "blocks; added after them, the mean over the tokens turns it into a constant.")
+
+    # Padding: more pad columns change nothing.
+    ids = torch.randint(2, vocab_size, (4, 20), generator=generator)
+    for row, n in enumerate((20, 13, 5, 1)):
+        ids[row, n:] = PAD
+    wider = torch.cat([ids, torch.full((4, 9), PAD, dtype=torch.long)], dim=1)
+    expect_close(_scores(model, wider, "SinusoidEncoder"), _scores(model, ids, "SinusoidEncoder"),
+                 "the scores with 9 more pad columns",
+                 hint="Extra padding must change nothing: pass src_key_padding_mask=(ids == PAD) to the "
+                      "blocks and average the real tokens only, as TinyTransformer does.")
+
+    # The whole model against a reference holding the same weights.
+    reference = _Reference(vocab_size, classes).eval()
+    expect(_copy_weights(model, reference),
+           "could not match SinusoidEncoder's parameters with TinyTransformer's (embed, blocks, "
+           "norm, out): build it on ticketnet.TinyTransformer(vocab_size, classes=classes, "
+           "positions=False), as a subclass or by wrapping one.")
+    ids = torch.randint(2, vocab_size, (3, 70), generator=generator)
+    ids[0, 30:] = PAD
+    ids[2, 55:] = PAD
+    expected_scores = reference(ids).detach()
+    expect_close(_scores(model, ids, "SinusoidEncoder"), expected_scores,
+                 "SinusoidEncoder's scores",
+                 hint="With the same weights they should equal TinyTransformer's computation with the "
+                      "sinusoid added to the embeddings: embed, + sinusoid, blocks with the padding "
+                      "mask, final norm, mean of the real tokens, out.")
+    model.train()
+    passed()
+
+

@@ -1,0 +1,71 @@
+"""Mend a submission's graded cells before nbgrader sees it, from the release notebook.
+
+Students' editors break notebooks in ways nbgrader refuses or mis-scores: metadata stripped by an
+editor that does not know nbgrader's, a check cell deleted or duplicated. Each repair here is
+written down, so the student and the instructor see what was done:
+
+- a cell without nbgrader metadata gets it back from the release cell it matches (same cell id;
+  else, for a check or other locked cell, the same text; else, for an answer cell, a definition
+  of the graded name);
+- a graded cell that appears twice keeps its metadata on the first copy only (the second still runs);
+- a check cell that is missing is put back after its answer cell (nbgrader then restores its
+  text, hidden tests included, from the source as it does for every check cell).
+"""
+
+import copy
+import re
+
+
+def _grading(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def _defines(source, name):
+    return re.search(rf"^(def|class)\s+{re.escape(name)}\b", source, re.M) is not None
+
+
+def repair(notebook, reference):
+    """Repair `notebook` in place against the release notebook `reference`; returns the notes."""
+    notes = []
+    graded = [c for c in reference.cells if _grading(c).get("grade_id")]
+    by_id = {c.get("id"): c for c in graded if c.get("id")}
+    present = {_grading(c)["grade_id"] for c in notebook.cells if _grading(c).get("grade_id")}
+
+    for cell in notebook.cells:
+        if _grading(cell):
+            continue
+        match = by_id.get(cell.get("id"))
+        if match is None:
+            match = next((r for r in graded if _grading(r).get("locked") and r.source == cell.source
+                          and r.cell_type == cell.cell_type), None)
+        if match is None and cell.cell_type == "code":
+            match = next((r for r in graded if _grading(r).get("solution") and not _grading(r).get("grade")
+                          and _defines(cell.source, _grading(r)["grade_id"])), None)
+        if match is not None and _grading(match)["grade_id"] not in present and match.cell_type == cell.cell_type:
+            cell.metadata["nbgrader"] = copy.deepcopy(_grading(match))
+            for key in ("editable", "deletable"):
+                if key in match.metadata:
+                    cell.metadata[key] = match.metadata[key]
+            present.add(_grading(match)["grade_id"])
+            notes.append(f"nbgrader metadata restored on the cell of {_grading(match)['grade_id']}")
+
+    seen = set()
+    for cell in notebook.cells:
+        grade_id = _grading(cell).get("grade_id")
+        if grade_id in seen:
+            del cell.metadata["nbgrader"]
+            notes.append(f"a second copy of {grade_id} is graded as ordinary code")
+        elif grade_id:
+            seen.add(grade_id)
+
+    for check in graded:
+        grade_id = _grading(check)["grade_id"]
+        if grade_id in seen or not _grading(check).get("grade") or check.cell_type != "code":
+            continue
+        answer = grade_id.removeprefix("test_")
+        where = next((i for i, c in enumerate(notebook.cells) if _grading(c).get("grade_id") == answer), None)
+        position = len(notebook.cells) if where is None else where + 1
+        notebook.cells.insert(position, copy.deepcopy(check))
+        seen.add(grade_id)
+        notes.append(f"the deleted check cell {grade_id} was put back")
+    return notes

@@ -1,0 +1,212 @@
+"""The grader: collecting a class, repairing broken submissions, grading one notebook as the
+autograder does, and the whole sample class against what each student should score."""
+
+import copy
+import csv
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import autograde, grading, release, sample_class
+from grader.course import ROOT, release_notebook, solution_notebook
+from grader.repair import repair
+
+FIRST = release.sections_with_solutions()[0]
+
+
+def grading_meta(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+# --- collecting submissions ------------------------------------------------------------------
+
+def test_collect_reads_folders_per_student_flat_folders_and_lms_zips(tmp_path):
+    (tmp_path / "perstudent" / "ada").mkdir(parents=True)
+    (tmp_path / "perstudent" / "ada" / "01-heads.ipynb").write_text("{}")
+    (tmp_path / "flat").mkdir()
+    (tmp_path / "flat" / "ben_01-heads.ipynb").write_text("{}")
+    with zipfile.ZipFile(tmp_path / "lms.zip", "w") as archive:
+        archive.writestr("cyd_attempt_2026-11-01_01-heads.ipynb", "{}")
+    found = autograde.collect([tmp_path / "perstudent", tmp_path / "flat", tmp_path / "lms.zip"],
+                              unpack_to=tmp_path / "unpacked")
+    assert [s.student for s in found] == ["ada", "ben", "cyd"]
+    custom = autograde.collect([tmp_path / "lms.zip"], pattern=r"_attempt_(?P<student>[\d-]+)_",
+                               unpack_to=tmp_path / "unpacked2")
+    assert custom[0].student == "2026-11-01"
+
+
+def test_collect_refuses_a_pattern_without_a_student_group(tmp_path):
+    (tmp_path / "x.ipynb").write_text("{}")
+    with pytest.raises(ValueError, match=r"\(\?P<student>"):
+        autograde.collect([tmp_path], pattern=r"^nomatch")
+
+
+# --- reading, identifying and repairing ------------------------------------------------------
+
+def test_unreadable_files_are_refused_with_the_reason(tmp_path):
+    (tmp_path / "empty.ipynb").write_text("")
+    (tmp_path / "cut.ipynb").write_text(release_notebook(FIRST).read_text()[:500])
+    with pytest.raises(grading.NotGradable, match="empty"):
+        grading.read_notebook(tmp_path / "empty.ipynb")
+    with pytest.raises(grading.NotGradable, match="not valid notebook JSON"):
+        grading.read_notebook(tmp_path / "cut.ipynb")
+
+
+@pytest.mark.parametrize("section", release.sections_with_solutions())
+def test_a_notebook_is_identified_with_or_without_its_metadata(section):
+    notebook = nbformat.read(release_notebook(section), as_version=4)
+    assert grading.identify(notebook) == section
+    for cell in notebook.cells:
+        cell.metadata = {}
+    assert grading.identify(notebook) == section
+
+
+def test_a_notebook_of_no_section_is_not_gradable():
+    other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+    with pytest.raises(grading.NotGradable, match="not a notebook of any section"):
+        grading.identify(other)
+
+
+def test_repair_restores_stripped_metadata_by_id_and_by_content():
+    reference = nbformat.read(release_notebook(FIRST), as_version=4)
+    answers = {grading_meta(c)["grade_id"]: c.source
+               for c in nbformat.read(solution_notebook(FIRST), as_version=4).cells
+               if grading_meta(c).get("solution") and c.cell_type == "code"}
+    broken = copy.deepcopy(reference)
+    for cell in broken.cells:
+        if grading_meta(cell).get("solution") and cell.cell_type == "code":
+            cell.source = answers[grading_meta(cell)["grade_id"]]
+        cell.metadata = {}
+    by_id = copy.deepcopy(broken)
+    notes = repair(by_id, reference)
+    assert [grading_meta(c).get("grade_id") for c in by_id.cells] == \
+        [grading_meta(c).get("grade_id") for c in reference.cells]
+    assert notes and all("metadata restored" in n for n in notes)
+    no_ids = copy.deepcopy(broken)
+    for i, cell in enumerate(no_ids.cells):
+        cell.id = f"new-{i}"
+    repair(no_ids, reference)
+    code_ids = lambda nb: [grading_meta(c).get("grade_id") for c in nb.cells if c.cell_type == "code"]
+    assert code_ids(no_ids) == code_ids(reference)
+
+
+def test_repair_puts_back_a_deleted_check_and_ungrades_a_duplicate():
+    reference = nbformat.read(release_notebook(FIRST), as_version=4)
+    notebook = copy.deepcopy(reference)
+    checks = [c for c in notebook.cells if grading_meta(c).get("grade") and c.cell_type == "code"]
+    notebook.cells.remove(checks[0])
+    duplicate = copy.deepcopy(checks[-1])
+    duplicate.id = "dup"
+    notebook.cells.append(duplicate)
+    notes = repair(notebook, reference)
+    ids = [grading_meta(c).get("grade_id") for c in notebook.cells if grading_meta(c)]
+    assert ids == [grading_meta(c).get("grade_id") for c in reference.cells if grading_meta(c)]
+    assert any("put back" in n for n in notes) and any("second copy" in n for n in notes)
+
+
+def test_a_dead_kernel_is_named_in_one_line():
+    log = 'Traceback...\n    nbclient.exceptions.DeadKernelError: Kernel died\n[ERROR] There was an error'
+    assert "kernel died" in grading._reason(log)
+
+
+# --- grades and report from results ----------------------------------------------------------
+
+def _result(student, section, scores, error=""):
+    tasks = [{"grade_id": f"test_{k}", "score": v, "max_score": 2.0, "message": "" if v else "AssertionError: no"}
+             for k, v in scores.items()]
+    return {"student": student, "section": section if not error else None, "notebook": f"{student}.ipynb",
+            "score": sum(scores.values()), "max_score": 2.0 * len(scores), "tasks": tasks, "error": error}
+
+
+def test_grades_csv_has_a_row_per_student_a_column_per_task_and_zeros_for_failures(tmp_path):
+    results = {"a": _result("ada", "01-heads", {"f": 2.0, "g": 0.0}),
+               "b": _result("ben", "01-heads", {}, error="the file is empty"),
+               "c": _result("ada", "02-positions", {"h": 2.0})}
+    autograde._write_grades(tmp_path / "grades.csv", results)
+    rows = list(csv.DictReader(open(tmp_path / "grades.csv")))
+    assert list(rows[0]) == ["student", "01-heads:test_f", "01-heads:test_g", "01-heads:total",
+                             "02-positions:test_h", "02-positions:total", "total", "problems"]
+    assert rows[0]["total"] == "4.0" and rows[1]["01-heads:total"] == "0"
+    assert "the file is empty" in rows[1]["problems"]
+
+
+def test_report_counts_pass_rates_and_failure_messages(tmp_path):
+    from grader.report import write_report
+    results = {"a": _result("ada", "01-heads", {"f": 2.0}), "b": _result("ben", "01-heads", {"f": 0.0}),
+               "c": _result("cyd", "01-heads", {}, error="the file is empty")}
+    html = write_report(tmp_path, results).read_text()
+    assert "1/2" in html and "AssertionError: no" in html and "the file is empty" in html
+    assert (tmp_path / "scores.png").stat().st_size > 1000
+
+
+# --- grading for real ------------------------------------------------------------------------
+
+def test_check_json_gives_the_solution_full_marks_and_the_release_zero(tmp_path):
+    course = grading.GradingCourse(tmp_path / "course", timeout=60)
+    solved = course.grade(sample_class.CLASS / "ada" / f"{FIRST}.ipynb")
+    assert solved["section"] == FIRST and solved["score"] == solved["max_score"] > 0
+    assert all(t["message"] == "" for t in solved["tasks"])
+    untouched = course.grade(release_notebook(FIRST))
+    assert untouched["score"] == 0
+    assert all("not written yet" in t["message"] for t in untouched["tasks"])
+    command = [sys.executable, "-m", "grader", "check", "--json", str(release_notebook(FIRST))]
+    printed = json.loads(subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=True).stdout)
+    assert set(printed) >= {"notebook", "score", "max_score", "tasks"}
+    assert set(printed["tasks"][0]) == {"grade_id", "score", "max_score", "message"}
+    assert printed["score"] == 0 and printed["max_score"] == solved["max_score"]
+
+
+def test_sample_class_is_in_sync_with_the_release_and_catalogues(tmp_path):
+    sample_class.build(tmp_path)
+    fresh = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    stored = {p.relative_to(sample_class.EXAMPLES): p.read_bytes()
+              for p in sample_class.EXAMPLES.rglob("*") if p.is_file()}
+    assert fresh == stored, "run `python -m grader sample-class` and commit grader/examples/"
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    lines = []
+    results = autograde.autograde([sample_class.CLASS], out, workers=2, timeout=20, echo=lines.append)
+    return out, results, lines
+
+
+def test_every_sample_student_scores_what_their_submission_deserves(graded_class):
+    out, results, _ = graded_class
+    by_student = {}
+    for result in results.values():
+        by_student[(result["student"], result["section"])] = result
+    with open(sample_class.EXAMPLES / "expected.csv") as f:
+        expected = list(csv.DictReader(f))
+    for row in expected:
+        if row["full_marks"] == "error":
+            result = next(r for r in results.values() if r["student"] == row["student"]
+                          and Path(r["notebook"]).stem == row["section"])
+            assert result["error"] and result["score"] == 0, row
+            continue
+        result = by_student[(row["student"], row["section"])]
+        assert not result["error"], (row, result["error"])
+        task = next(t for t in result["tasks"] if t["grade_id"] == row["task"])
+        full = task["score"] == task["max_score"]
+        assert full == (row["full_marks"] == "yes"), (row, task["message"])
+        if not full:
+            assert task["message"], row
+
+
+def test_the_class_outputs_are_written_and_a_rerun_grades_nothing_again(graded_class):
+    out, results, lines = graded_class
+    grades = list(csv.DictReader(open(out / "grades.csv")))
+    assert {r["student"] for r in grades} == {r["student"] for r in results.values()}
+    assert (out / "report.html").is_file() and (out / "scores.png").is_file()
+    for result in results.values():
+        assert (out / result["feedback"]).is_file()
+    again = []
+    rerun = autograde.autograde([sample_class.CLASS], out, workers=2, timeout=20, echo=again.append)
+    assert "0 to grade" in again[0]
+    assert rerun == results
