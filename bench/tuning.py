@@ -5,14 +5,18 @@ with Adam, batches of 64 and seed 0, exactly as the notebook trains its own tran
 Every epoch of every run is written to one CSV (one row per run and epoch); the notebook reads it
 and keeps, for each run, the epoch with the lowest validation loss. The test split is never read.
 
-    python bench/tuning.py                 # the committed results: bench/results/tuning.csv
-    python bench/tuning.py --quick         # smoke test: 1 epoch on 256 tickets, writes nothing
+    python bench/tuning.py --jobs 2 --threads 1   # the committed bench/results/tuning.csv
+    python bench/tuning.py --quick                # smoke test: 1 epoch on 128 tickets, no file
     python bench/tuning.py --epochs 25 --out /tmp/tuning.csv
+
+With --jobs N the runs are shared among N processes; each run is still seeded and deterministic,
+and the CSV lists the runs in the same order whatever N is.
 """
 
 import argparse
 import csv
 import itertools
+import multiprocessing
 import sys
 import time
 from pathlib import Path
@@ -46,37 +50,58 @@ def run(blocks, dropout, lr, data, vocab_size, epochs, seed=0):
     return [{**setting, **row} for row in history]
 
 
+def _work(job):
+    """One run in a worker process: (setting, seconds, history)."""
+    (blocks, dropout, lr), data, vocab_size, epochs, threads = job
+    torch.set_num_threads(threads)
+    start = time.perf_counter()
+    history = run(blocks, dropout, lr, data, vocab_size, epochs)
+    return (blocks, dropout, lr), time.perf_counter() - start, history
+
+
+def _report(results):
+    """Print each run's best epoch as it arrives; all the epochs of all runs, in order."""
+    rows = []
+    for (blocks, dropout, lr), seconds, history in results:
+        best = min(history, key=lambda row: row["valid_loss"])
+        print(f"blocks {blocks}  dropout {dropout}  lr {lr:g}: best epoch {best['epoch']:>2}  "
+              f"valid loss {best['valid_loss']:.4f}  valid acc {best['valid_acc']:.4f}  "
+              f"({seconds:.0f} s)", flush=True)
+        rows += history
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--epochs", type=int, default=15, help="epochs per run (default 15)")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads per run (default 2)")
+    parser.add_argument("--jobs", type=int, default=1, help="runs trained at once (default 1)")
     parser.add_argument("--quick", action="store_true",
-                        help="smoke test: 1 epoch on the first 256 training tickets, no file written")
+                        help="smoke test: 1 epoch, 128 training and 128 validation tickets, no file")
     parser.add_argument("--out", type=Path, default=None,
                         help=f"CSV to write (default {RESULTS.relative_to(ROOT)}; none with --quick)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    limit, epochs = (256, 1) if args.quick else (None, args.epochs)
+    limit, epochs = (128, 1) if args.quick else (None, args.epochs)
     out = args.out if args.out is not None else (None if args.quick else RESULTS)
 
     train_rows = tn.load_split(tn.DATA / "train.csv")[:limit]
-    valid_rows = tn.load_split(tn.DATA / "valid.csv")
+    valid_rows = tn.load_split(tn.DATA / "valid.csv")[:limit]
     vocab = tn.Vocab([row["text"] for row in train_rows])
     data = (tn.token_ids(train_rows, vocab), tn.labels(train_rows),
             tn.token_ids(valid_rows, vocab), tn.labels(valid_rows))
 
     rows = []
     print(f"{len(train_rows)} training tickets, {len(valid_rows)} validation tickets, "
-          f"{epochs} epochs per run, {args.threads} threads")
-    for blocks, dropout, lr in settings():
-        start = time.perf_counter()
-        history = run(blocks, dropout, lr, data, len(vocab), epochs)
-        best = min(history, key=lambda row: row["valid_loss"])
-        print(f"blocks {blocks}  dropout {dropout}  lr {lr:g}: best epoch {best['epoch']:>2}  "
-              f"valid loss {best['valid_loss']:.4f}  valid acc {best['valid_acc']:.4f}  "
-              f"({time.perf_counter() - start:.0f} s)", flush=True)
-        rows += history
+          f"{epochs} epochs per run, {args.jobs} job(s) of {args.threads} thread(s)", flush=True)
+    jobs = [(setting, data, len(vocab), epochs, args.threads) for setting in settings()]
+    if args.jobs > 1:
+        with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+            results = pool.imap(_work, jobs)  # in the order of settings()
+            rows = _report(results)
+    else:
+        rows = _report(map(_work, jobs))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(out, "w", newline="") as f:

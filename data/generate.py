@@ -155,7 +155,7 @@ def _product(rng, kinds):
 FILLERS = {
     "product": lambda r: _product(r, [POWERED, FURNITURE, SMALL]),
     "product2": lambda r: _product(r, [POWERED, FURNITURE, SMALL]),
-    "durable": lambda r: _product(r, [POWERED, POWERED, FURNITURE]),  # things with a guarantee
+    "durable": lambda r: _product(r, [POWERED]),  # things with motors, bulbs or batteries: a guarantee
     "order": lambda r: str(r.randint(10000, 99999)),
     "order2": lambda r: str(r.randint(10000, 99999)),
     "date": lambda r: f"{r.randint(1, 28)} {r.choice(MONTHS)}",
@@ -477,7 +477,7 @@ ASIDES = {
 HISTORY = ["Back in {{month}}, {old} You sorted that out quickly, thank you.",
            "This isn't the first hiccup: last {{season}} {old} That one was resolved.",
            "A while ago {old} Your team fixed it, so that's history.",
-           "(Previously {old} but that was dealt with.)"]
+           "Previously {old} That was dealt with."]
 
 # What the other teams' topics sound like, for negation: "this is not <phrase>".
 NEGATABLE = {

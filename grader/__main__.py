@@ -29,9 +29,15 @@ def demo(args):
         print(f"released {path.relative_to(ROOT)}")
     out = ROOT / "out" / "demo"
     grade_class([CLASS], out, workers=args.workers, timeout=args.timeout)
-    print()
-    print((out / "grades.csv").read_text())
-    print(f"feedback per student: {out / 'feedback'}\nclass report: {out / 'report.html'}")
+    import pandas as pd
+    grades = pd.read_csv(out / "grades.csv").set_index("student").fillna("")
+    totals = grades[[c for c in grades.columns if c.endswith("total")]]
+    totals.columns = [c.removesuffix(":total") or c for c in totals.columns]
+    totals = totals.assign(problems=grades["problems"].str.slice(0, 60))
+    print(f"\nAutograded points per student and section (every task: {out / 'grades.csv'}):\n")
+    print(totals.to_string())
+    print(f"\nfeedback per student: {out / 'feedback'}/<student>/<section>.html"
+          f"\nclass report:         {out / 'report.html'}")
     return 0
 
 

@@ -105,3 +105,34 @@ def test_release_opens_with_colab_and_kaggle_badges(section):
     first = read(release_notebook(section)).cells[0]
     assert "colab.research.google.com/github/" in first.source and "kaggle.com/kernels/welcome" in first.source
     assert f"notebooks/{section}/{section}.ipynb" in first.source
+
+
+def _printed(notebook):
+    """All the text the notebook's code cells printed or displayed."""
+    parts = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            parts.append(output.get("text", ""))
+            data = output.get("data", {})
+            parts += [data.get("text/plain", ""), data.get("text/html", ""), data.get("text/markdown", "")]
+    return "\n".join(parts)
+
+
+QUOTED = re.compile(r"(?<![\w.])(\d+\.\d{2,}|\d{1,3}(?:,\d{3})+)(?![\w])")
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_every_measured_number_in_the_prose_was_printed_by_the_notebook(section):
+    """Decimals (0.4747) and counts with thousands separators (3,378) in the text must appear in
+    the outputs of the same run, or be a constant of its code: prose may only quote what the
+    notebook measured or set."""
+    notebook = read(solution_notebook(section))
+    printed = _printed(notebook) + "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    plain = printed.replace(",", "")
+    stale = set()
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            for number in QUOTED.findall(cell.source):
+                if number not in printed and number.replace(",", "") not in plain:
+                    stale.add(number)
+    assert not stale, f"{section}: the prose quotes numbers no output shows: {sorted(stale)}"

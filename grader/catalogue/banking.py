@@ -238,7 +238,7 @@ class SinusoidEncoder(TinyTransformer):
         h = self.blocks(h, src_key_padding_mask=ids == PAD)
         keep = (ids != PAD).unsqueeze(-1).float()
         return self.out((h * keep).sum(1) / keep.sum(1))
-'''), expect=("scores", "final norm")),
+'''), expect=("output", "final norm")),
 ]
 
 RIGHT += [

@@ -363,8 +363,8 @@ class MultiHead(nn.Module):
 class MultiHead(nn.Module):
     def __init__(self, d_model, heads):
         super().__init__()
-        self.heads = heads
         self.q, self.k, self.v, self.out = (nn.Linear(d_model, d_model) for _ in range(4))
+        self.heads = heads  # checked in forward, where the width is known
 
     def forward(self, h, mask=None):
         d = h.shape[-1]
