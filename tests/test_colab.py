@@ -1,0 +1,46 @@
+"""A release notebook opened alone, as on Colab or Kaggle: copied into an empty folder, with the
+course address pointed at a local clone of this checkout, executed headless. Its set-up cell must
+fetch the course, and the notebook must run as a student sees it, up to the first task's check."""
+
+import os
+import subprocess
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from grader import release
+from grader.course import ROOT, release_notebook
+
+
+@pytest.fixture(scope="module")
+def course_clone(tmp_path_factory):
+    """A clone of this checkout's committed state, standing in for the public repository."""
+    target = tmp_path_factory.mktemp("origin") / "course"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(target)], check=True)
+    return target
+
+
+@pytest.mark.parametrize("section", release.sections_with_solutions()[:1])
+def test_a_release_notebook_alone_in_an_empty_folder_fetches_the_course_and_runs_to_the_first_task(
+        section, course_clone, tmp_path, monkeypatch):
+    monkeypatch.delenv("COURSE_ROOT", raising=False)
+    monkeypatch.setenv("COURSE_REPO", course_clone.as_uri())
+    opened = tmp_path / f"{section}.ipynb"
+    opened.write_bytes(release_notebook(section).read_bytes())
+    notebook = nbformat.read(opened, as_version=4)
+    client = NotebookClient(notebook, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}})
+    with pytest.raises(CellExecutionError) as stopped:
+        client.execute()
+    setup = next(c for c in notebook.cells if c.cell_type == "code")
+    printed = "".join(o.get("text", "") for o in setup.outputs)
+    assert "Fetching the course" in printed and "Course ready" in printed, printed
+    assert (tmp_path / "transformer-block-course" / "ticketnet.py").is_file()
+    failed = next(c for c in notebook.cells if any(o.output_type == "error" for o in c.get("outputs", [])))
+    assert failed.metadata.get("nbgrader", {}).get("grade"), "the first error is not a task's check"
+    assert "not written yet" in str(stopped.value)
+    ran = [c for c in notebook.cells[:notebook.cells.index(failed)] if c.cell_type == "code"]
+    assert all(c.execution_count for c in ran), "a cell before the first check did not run"
+    assert sorted(os.listdir(tmp_path)) == sorted([opened.name, "transformer-block-course"])
