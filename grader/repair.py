@@ -30,6 +30,7 @@ def repair(notebook, reference):
     graded = [c for c in reference.cells if _grading(c).get("grade_id")]
     by_id = {c.get("id"): c for c in graded if c.get("id")}
     present = {_grading(c)["grade_id"] for c in notebook.cells if _grading(c).get("grade_id")}
+    restored = []
 
     for cell in notebook.cells:
         if _grading(cell):
@@ -47,7 +48,10 @@ def repair(notebook, reference):
                 if key in match.metadata:
                     cell.metadata[key] = match.metadata[key]
             present.add(_grading(match)["grade_id"])
-            notes.append(f"nbgrader metadata restored on the cell of {_grading(match)['grade_id']}")
+            restored.append(_grading(match)["grade_id"])
+    if restored:
+        notes.append(f"nbgrader metadata restored on {len(restored)} cells ({', '.join(restored[:3])}"
+                     f"{', ...' if len(restored) > 3 else ''})")
 
     seen = set()
     for cell in notebook.cells:

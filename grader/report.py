@@ -4,6 +4,8 @@ from collections import Counter
 from html import escape
 from pathlib import Path
 
+from grader.course import SECTIONS
+
 
 def write_report(out, results):
     """Write report.html and scores.png under `out`; returns the report's path."""
@@ -33,7 +35,7 @@ def write_report(out, results):
     plt.close(fig)
 
     rows = "".join(f"<tr><td>{escape(s)}</td><td>{escape(t)}</td><td>{p}/{n}</td><td>{100 * p / n:.0f}%</td></tr>"
-                   for (s, t), (p, n) in sorted(tasks.items()))
+                   for (s, t), (p, n) in sorted(tasks.items(), key=lambda item: SECTIONS.index(item[0][0])))
     common = "".join(f"<tr><td>{n}</td><td>{escape(t)}</td><td><code>{escape(m)}</code></td></tr>"
                      for (t, m), n in failures.most_common(15))
     bad = "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(r['error'])}</li>"

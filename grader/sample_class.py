@@ -28,13 +28,13 @@ STUDENTS = {
     "dot": "typical mistakes: the catalogue's first wrong answer for every task",
     "eli": "half done: the first half of the tasks answered, the rest untouched",
     "fay": "a file cut off in the middle: not valid JSON",
-    "gus": "every answer right, but the first answer cell starts with an endless loop",
+    "gus": "every answer right, but the last answer cell starts with an endless loop",
     "hal": "every answer right, and every check cell edited to print 'Check passed' alone",
     # broken in other ways, in the first section only (each costs grading time)
     "ivy": "every answer right; one check cell deleted, another duplicated",
     "jon": "every answer right; an editor stripped every cell's metadata",
     "kim": "the first answer cell kills the kernel (os._exit)",
-    "lea": "every answer right; the first answer prints 200,000 lines, the second asks for 64 GiB",
+    "lea": "every answer right; the first answer prints 200,000 lines, the last asks for 64 GiB",
     "max": "an empty file",
     "ned": "the wrong file: a notebook of no section of this course",
 }
@@ -78,8 +78,9 @@ def _submission(section, student):
                 cell.source = solutions[cell.metadata["nbgrader"]["grade_id"]]
         full = {name: name in done for name in names}
     if student == "gus":
-        answers[0].source = "while True:  # waiting for something that never comes\n    pass\n\n" + answers[0].source
-        full[names[0]] = False
+        # the last task: no other task builds on it, so only it is lost
+        answers[-1].source = "while True:  # waiting for something that never comes\n    pass\n\n" + answers[-1].source
+        full[names[-1]] = False
     if student == "hal":
         for cell in notebook.cells:
             if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code":
@@ -98,8 +99,8 @@ def _submission(section, student):
         full = None
     if student == "lea":
         answers[0].source = "for line in range(200_000):\n    print('all work and no play', line)\n\n" + answers[0].source
-        answers[1].source = "memory_hog = bytearray(64 * 1024**3)\n\n" + answers[1].source
-        full[names[1]] = False
+        answers[-1].source = "memory_hog = bytearray(64 * 1024**3)\n\n" + answers[-1].source
+        full[names[-1]] = False
     if student == "ned":
         other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# My holiday photos"),
                                                 nbformat.v4.new_code_cell("print('not homework')")])
