@@ -6,9 +6,9 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
-# pytest-xdist spreads the suite over the cores; a notebook stays whole on one worker, where
-# nbval replays it and compares every output with the stored one.
-PYTEST_ARGS ?= -n auto --dist loadfile
+# pytest-xdist spreads the suite over the cores by module and class: a notebook stays whole on
+# one worker, where nbval replays it and compares every output with the stored one.
+PYTEST_ARGS ?= -n auto --dist loadscope --nbval-current-env
 NOTEBOOKS := $(wildcard solutions/*/*.ipynb)
 # Section 7 and the tests read Banking77 from this folder when it exists (CI has a copy beside
 # the project); without it, ticketnet.load_banking77() downloads the pinned files.

@@ -319,7 +319,8 @@ def length_grouped_batches(ids, batch_size, generator, pool=50):
 
 
 def _trim(ids):
-    """Cut the columns that are padding in every row of the batch."""
+    """Cut the columns that are padding in every row of the batch. Rows must be padded on the
+    right, as token_ids makes them: a word after a pad may be cut."""
     return ids[:, :max(1, int(_lengths(ids).max()))]
 
 
@@ -388,7 +389,8 @@ def train(model, ids_train, y_train, ids_valid, y_valid, epochs, lr=1e-3, batch_
 
 @torch.no_grad()
 def predict(model, ids, batch_size=256):
-    """The model's scores (N, classes) in evaluation mode, in the order of `ids`."""
+    """The model's scores (N, classes) in evaluation mode, in the order of `ids` (padded on the
+    right, as token_ids makes them)."""
     model.eval()
     order = torch.argsort(_lengths(ids))  # similar lengths together, less padding
     scores = [model(_trim(ids[batch])) for batch in order.split(batch_size)]

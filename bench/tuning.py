@@ -5,7 +5,7 @@ with Adam, batches of 64 and seed 0, exactly as the notebook trains its own tran
 Every epoch of every run is written to one CSV (one row per run and epoch); the notebook reads it
 and keeps, for each run, the epoch with the lowest validation loss. The test split is never read.
 
-    python bench/tuning.py --jobs 2 --threads 1   # the committed bench/results/tuning.csv
+    python bench/tuning.py --jobs 2               # the committed bench/results/tuning.csv
     python bench/tuning.py --quick                # smoke test: 1 epoch on 128 tickets, no file
     python bench/tuning.py --epochs 25 --out /tmp/tuning.csv
 
@@ -74,8 +74,8 @@ def _report(results):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--epochs", type=int, default=15, help="epochs per run (default 15)")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads per run (default 2)")
+    parser.add_argument("--epochs", type=int, default=10, help="epochs per run (default 10, as the notebook)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1, as the notebooks)")
     parser.add_argument("--jobs", type=int, default=1, help="runs trained at once (default 1)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: 1 epoch, 128 training and 128 validation tickets, no file")
