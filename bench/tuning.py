@@ -1,5 +1,5 @@
-"""A fair tuning pass for section 6: TinyTransformer on the Larkfield tickets with 1 or 2 blocks,
-dropout 0.1 or 0.3 and learning rate 5e-4 or 1e-3 (eight runs), each trained by ticketnet.train
+"""A fair tuning pass for section 6: eight TinyTransformer runs on the Larkfield tickets, the grid
+blocks {2, 1} x dropout {0.1, 0.3} x learning rate {1e-3, 5e-4}, each trained by ticketnet.train
 with Adam, batches of 64 and seed 0, exactly as the notebook trains its own transformer.
 
 Every epoch of every run is written to one CSV (one row per run and epoch); the notebook reads it
