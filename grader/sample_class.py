@@ -104,6 +104,8 @@ def _submission(section, student):
     if student == "ned":
         other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# My holiday photos"),
                                                 nbformat.v4.new_code_cell("print('not homework')")])
+        for number, cell in enumerate(other.cells):
+            cell.id = f"holiday-{number}"  # fixed ids, so the class rebuilds byte for byte
         return nbformat.writes(other), None
     if student == "max":
         return "", None
