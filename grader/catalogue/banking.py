@@ -135,10 +135,10 @@ _SINUSOID = '''\
 def sinusoid(length, d):
     position = torch.arange(length, dtype=torch.float32).unsqueeze(1)
     angle = position / 10000 ** (torch.arange(0, d, 2) / d)
-    table = torch.zeros(length, d)
-    table[:, 0::2] = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle)
-    return table
+    waves = torch.empty(length, d)  # even columns sine, odd columns cosine, pair by pair
+    waves[:, 0::2] = torch.sin(angle)
+    waves[:, 1::2] = torch.cos(angle)
+    return waves
 
 '''
 
@@ -169,8 +169,8 @@ class SinusoidEncoder(TinyTransformer):
         super().__init__(vocab_size, classes=classes, max_tokens=48)
 ''', expect=("200 tokens", "fixed number of rows")),
     Wrong("SinusoidEncoder", "sin and cos swapped", _encoder(table=_SINUSOID.replace(
-        "table[:, 0::2] = torch.sin(angle)\n    table[:, 1::2] = torch.cos(angle)",
-        "table[:, 0::2] = torch.cos(angle)\n    table[:, 1::2] = torch.sin(angle)")),
+        "waves[:, 0::2] = torch.sin(angle)\n    waves[:, 1::2] = torch.cos(angle)",
+        "waves[:, 0::2] = torch.cos(angle)\n    waves[:, 1::2] = torch.sin(angle)")),
         expect=("swapped",)),
     Wrong("SinusoidEncoder", "sines then cosines concatenated, not interleaved", _encoder(table='''\
 def sinusoid(length, d):

@@ -9,10 +9,11 @@ INIT = '''class Block(nn.Module):
 
     def __init__(self, d_model, heads, d_ff):
         super().__init__()
-        self.norm1 = nn.LayerNorm(d_model)
+        self.norm1 = nn.LayerNorm(d_model)  # rescales each token before attention
         self.attn = nn.MultiheadAttention(d_model, heads, batch_first=True, dropout=0.0)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+        self.norm2 = nn.LayerNorm(d_model)  # and again before the feed-forward layer
+        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff),  # widen each token,
+                                 nn.ReLU(), nn.Linear(d_ff, d_model))  # bend, narrow back
 '''
 
 
@@ -98,8 +99,8 @@ WRONG = [
         return h
 '''), ("in place",)),
     Wrong("Block", "a feed-forward network 64 -> 64 (d_ff ignored)", block(
-        RIGHT_FORWARD, INIT.replace("nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model)",
-                                    "nn.Linear(d_model, d_model), nn.ReLU(), nn.Linear(d_model, d_model)")),
+        RIGHT_FORWARD, INIT.replace("nn.Linear(d_model, d_ff),", "nn.Linear(d_model, d_model),")
+                                    .replace("nn.Linear(d_ff, d_model)", "nn.Linear(d_model, d_model)")),
         ("64->256",)),
     Wrong("Block", "attention dropout 0.1", block(
         RIGHT_FORWARD, INIT.replace("dropout=0.0", "dropout=0.1")), ("dropout",)),
@@ -154,14 +155,16 @@ RIGHT = [
         return h + self.ffn(self.norm2(h))
 ''')),
     Right("Block", "nn.ReLU(inplace=True), children created in another order", '''class Block(nn.Module):
+    """Pre-norm: the four children the task names."""
+
     def __init__(self, d_model, heads, d_ff):
         super().__init__()
         self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(inplace=True),
                                  nn.Linear(d_ff, d_model))
-        self.norm2 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)  # and again before the feed-forward layer
         self.attn = nn.MultiheadAttention(embed_dim=d_model, num_heads=heads, dropout=0,
                                           batch_first=True)
-        self.norm1 = nn.LayerNorm(d_model)
+        self.norm1 = nn.LayerNorm(d_model)  # rescales each token before attention
         self.d_model, self.heads = d_model, heads  # extra plain attributes are fine
 
     def forward(self, h, pad=None):
@@ -170,12 +173,15 @@ RIGHT = [
         return h + self.ffn(self.norm2(h))
 '''),
     Right("Block", "a helper method per step, other argument names", '''class Block(nn.Module):
+    """Pre-norm: the four children the task names."""
+
     def __init__(self, d_model, heads, d_ff):
         super().__init__()
-        self.norm1 = nn.LayerNorm(d_model)
+        self.norm1 = nn.LayerNorm(d_model)  # rescales each token before attention
         self.attn = nn.MultiheadAttention(d_model, heads, batch_first=True, dropout=0)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+        self.norm2 = nn.LayerNorm(d_model)  # and again before the feed-forward layer
+        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff),  # widen each token,
+                                 nn.ReLU(), nn.Linear(d_ff, d_model))  # bend, narrow back
 
     def _mix(self, x, pad):
         return self.attn(x, x, x, key_padding_mask=pad, need_weights=False)[0]

@@ -93,7 +93,8 @@ RIGHT = [
 class FeedForward(nn.Module):
     def __init__(self, d_model, d_ff):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+        self.net = nn.Sequential(nn.Linear(d_model, d_ff),  # widen,
+                                 nn.ReLU(), nn.Linear(d_ff, d_model))  # bend, narrow back
 
     def forward(self, h):
         return self.net(h)
@@ -131,9 +132,9 @@ class FeedForward(nn.Sequential):
 _GRADIENT = '''
 def first_layer_gradient(residual, depth=20):
     {seed}
-    layers = [nn.Sequential(nn.Linear(64, 64), nn.Sigmoid()) for _ in range({depth})]
+    stack = [nn.Sequential(nn.Linear(64, 64), nn.Sigmoid()) for _ in range({depth})]  # seeded
     h = torch.randn(32, 64)
-    for layer in layers:
+    for layer in stack:
         {step}
     h.pow(2).mean().backward()
     return {result}
@@ -142,13 +143,13 @@ def first_layer_gradient(residual, depth=20):
 
 def _gradient(seed="torch.manual_seed(0)", depth="depth",
               step="h = h + layer(h) if residual else layer(h)",
-              result="layers[0][0].weight.grad.norm().item()"):
+              result="stack[0][0].weight.grad.norm().item()"):
     return _GRADIENT.format(seed=seed, depth=depth, step=step, result=result)
 
 
 WRONG += [
     Wrong("first_layer_gradient", "returns the last layer's gradient",
-          _gradient(result="layers[-1][0].weight.grad.norm().item()"),
+          _gradient(result="stack[-1][0].weight.grad.norm().item()"),
           expect=("LAST layer", "first layer")),
     Wrong("first_layer_gradient", "ignores the residual flag",
           _gradient(step="h = h + layer(h)"),
@@ -169,10 +170,10 @@ WRONG += [
     Wrong("first_layer_gradient", "always 20 layers, depth ignored", _gradient(depth="20"),
           expect=("depth=2", "range(depth)")),
     Wrong("first_layer_gradient", "returns a tensor, not a float",
-          _gradient(result="layers[0][0].weight.grad.norm()"),
+          _gradient(result="stack[0][0].weight.grad.norm()"),
           expect=("tensor", ".item()")),
     Wrong("first_layer_gradient", "the gradient of the bias, not the weight",
-          _gradient(result="layers[0][0].bias.grad.norm().item()"),
+          _gradient(result="stack[0][0].bias.grad.norm().item()"),
           expect=("the recipe gives",)),
 ]
 

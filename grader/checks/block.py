@@ -44,10 +44,11 @@ class _Block(nn.Module):
 
     def __init__(self, d_model, heads, d_ff):
         super().__init__()
-        self.norm1 = nn.LayerNorm(d_model)
+        self.norm1 = nn.LayerNorm(d_model)  # rescales each token before attention
         self.attn = nn.MultiheadAttention(d_model, heads, dropout=0.0, batch_first=True)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+        self.norm2 = nn.LayerNorm(d_model)  # and again before the feed-forward layer
+        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff),  # widen each token,
+                                 nn.ReLU(), nn.Linear(d_ff, d_model))  # bend, narrow back
 
     def forward(self, h, pad=None):
         x = self.norm1(h)

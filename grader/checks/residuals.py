@@ -166,16 +166,16 @@ def _recipe(residual, depth, order="layers", which=0):
     torch.manual_seed(0)
     if order == "batch":
         h = torch.randn(32, 64)
-    layers = [nn.Sequential(nn.Linear(64, 64), nn.Sigmoid()) for _ in range(depth)]
+    sigmoids = [nn.Sequential(nn.Linear(64, 64), nn.Sigmoid()) for _ in range(depth)]
     if order == "reseed":
         torch.manual_seed(0)
     if order != "batch":
         h = torch.randn(32, 64)
     with torch.enable_grad():
-        for layer in layers:
+        for layer in sigmoids:
             h = h + layer(h) if residual else layer(h)
         h.pow(2).mean().backward()
-    return layers[which][0].weight.grad.norm().item()
+    return sigmoids[which][0].weight.grad.norm().item()
 
 
 def _matches(value, residual, depth, which=0):
