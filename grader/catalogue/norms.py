@@ -87,9 +87,9 @@ WRONG = [
 
 RIGHT = [
     Right("layer_norm", "var(unbiased=False) and sqrt", _ln(
+        "    spread = x.var(dim=-1, unbiased=False, keepdim=True)  # biased, as LayerNorm's\n"
         "    mean = x.mean(dim=-1, keepdim=True)\n"
-        "    var = x.var(dim=-1, unbiased=False, keepdim=True)\n"
-        "    return weight * (x - mean) / torch.sqrt(var + eps) + bias")),
+        "    return weight * (x - mean) / torch.sqrt(spread + eps) + bias")),
     Right("layer_norm", "torch.rsqrt", _ln(
         "    centred = x - x.mean(-1, keepdim=True)\n"
         "    return centred * torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + eps) * weight + bias")),
