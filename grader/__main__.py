@@ -13,8 +13,12 @@ def autograde(args):
     Example: python -m grader autograde submissions.zip --out graded --workers 2
     """
     from grader.autograde import autograde as grade_class
-    results = grade_class(args.inputs, args.out, workers=args.workers, timeout=args.timeout,
-                          memory_mb=args.memory_mb, pattern=args.pattern)
+    try:
+        results = grade_class(args.inputs, args.out, workers=args.workers, timeout=args.timeout,
+                              memory_mb=args.memory_mb, pattern=args.pattern)
+    except (FileNotFoundError, ValueError) as error:  # a missing input or a pattern without ids
+        print(f"cannot collect the submissions: {error}", file=sys.stderr)
+        return 2
     print(f"grades: {args.out}/grades.csv   feedback: {args.out}/feedback/   report: {args.out}/report.html")
     return 0 if results else 1
 
@@ -111,7 +115,7 @@ def main(argv=None):
     verbs = parser.add_subparsers(dest="verb", required=True)
     demoer = verbs.add_parser("demo", help=demo.__doc__)
     demoer.add_argument("--workers", type=int, default=None, help="grading processes (default: all cores)")
-    demoer.add_argument("--timeout", type=int, default=20, help="seconds a cell may run (default 20)")
+    demoer.add_argument("--timeout", type=int, default=30, help="seconds a cell may run (default 30)")
     demoer.set_defaults(run=demo)
     verbs.add_parser("sample-class", help="rebuild the sample class in grader/examples/ from the release "
                      "and the catalogues").set_defaults(run=sample_class)
