@@ -1,8 +1,9 @@
 """Grade notebooks the way nbgrader's autograder does, from the solutions in this repository.
 
-A `GradingCourse` is an nbgrader course in a working folder whose source is `solutions/`: its
-gradebook knows every section, so any copy of a section notebook can be autograded there, with
-the check cells (hidden tests included) restored from the source. The scores come from nbgrader's
+A `GradingCourse` is an nbgrader course in a working folder whose source is `solutions/`: any copy
+of a section notebook can be autograded there (the gradebook learns a section on its first
+submission), with the check cells (hidden tests included) restored from the source. Its kernels
+fork from a warm process (grader.warm_kernel) unless asked for fresh ones. The scores come from nbgrader's
 gradebook and the failure messages from the autograded notebook's error outputs.
 """
 
@@ -17,6 +18,7 @@ import nbformat
 
 from grader import release
 from grader.repair import repair
+from grader.warm_kernel import NAME as WARM_KERNEL, WarmKernels
 from grader.course import ROOT, SOLUTIONS, solution_notebook
 
 # nbgrader's gradebook trips SQLAlchemy warnings that say nothing to a student or instructor.
@@ -88,23 +90,32 @@ def _message(cell):
 class GradingCourse:
     """An nbgrader course in `folder` whose source is the repository's solutions."""
 
-    def __init__(self, folder=None, timeout=120):
+    def __init__(self, folder=None, timeout=120, warm=True):
         self._temporary = None if folder else tempfile.TemporaryDirectory()
         self.folder = Path(folder or self._temporary.name)
         self.folder.mkdir(parents=True, exist_ok=True)
         os.environ["COURSE_ROOT"] = str(ROOT)  # the kernels' set-up cell finds the course here
         self.db = self.folder / "gradebook.db"
-        self.api = release._nbgrader_api(self.folder, self.folder / "release", self.db,
-                                         source=SOLUTIONS, timeout=timeout)
-        for section in release.sections_with_solutions():
+        self.kernels = WarmKernels(self.folder) if warm else None  # starts importing meanwhile
+        self.api = release._nbgrader_api(self.folder, self.folder / "release", self.db, source=SOLUTIONS,
+                                         timeout=timeout, kernel=self.kernels and WARM_KERNEL)
+        self.registered = set()
+
+    def _register(self, section):
+        """Make nbgrader's gradebook know the section (once, on its first submission)."""
+        if section not in self.registered:
             result = self.api.generate_assignment(section, force=True, create=True)
             if not result["success"]:
                 raise RuntimeError(f"nbgrader could not register {section}:\n{result['error']}")
+            self.registered.add(section)
 
     def grade(self, path, student="self"):
         """Autograde one notebook; returns the result dict of `python -m grader check --json`."""
         notebook = read_notebook(path)
         section = identify(notebook)
+        self._register(section)
+        if self.kernels:
+            self.kernels.wait()
         reference = nbformat.read(self.folder / "release" / section / f"{section}.ipynb", as_version=4)
         repairs = repair(notebook, reference)
         submitted = self.folder / "submitted" / student / section
@@ -130,6 +141,10 @@ class GradingCourse:
         return {"notebook": str(path), "section": section, "repairs": repairs,
                 "score": sum(t["score"] for t in tasks), "max_score": sum(t["max_score"] for t in tasks),
                 "written_max_score": float(written), "tasks": tasks}
+
+    def close(self):
+        if self.kernels:
+            self.kernels.close()
 
     def feedback_html(self, section, student="self"):
         """nbgrader's feedback page for the last graded submission of `student`."""

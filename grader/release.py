@@ -19,7 +19,7 @@ from grader.course import COURSE_REPO, RELEASE, ROOT, SECTIONS, solution_noteboo
 BADGES_ID = "open-in-colab-kaggle"
 
 
-def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120):
+def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel=None):
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
     # nbgrader runs `alembic` to create its database; it lives beside this Python.
@@ -31,6 +31,9 @@ def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120):
     config.CourseDirectory.db_url = f"sqlite:///{db}"
     config.Application.log_level = "ERROR"
     config.Execute.timeout = timeout  # seconds a cell may run before the kernel is interrupted
+    if kernel:  # a kernel spec other than the notebook's own (grader.warm_kernel)
+        config.Execute.kernel_name = kernel
+        config.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
     return NbGraderAPI(config=config)
 
 

@@ -1,0 +1,64 @@
+"""Markdown tables for BENCHMARKS.md, written by the benchmark scripts themselves.
+
+Each script owns one section of BENCHMARKS.md, fenced by HTML comments that name it:
+
+    <!-- bench/training.py -->
+    ...table, the command that made it, the machine...
+    <!-- /bench/training.py -->
+
+`write_section` replaces what lies between the fences (or appends the section), so re-running one
+script leaves the others' tables alone.
+"""
+
+import os
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "BENCHMARKS.md"
+
+
+def table(rows, columns):
+    """A markdown table from a list of dicts, columns in the given order."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def machine():
+    """One line saying where the numbers come from."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
+            f"PyTorch {torch.__version__}")
+
+
+def command(script):
+    """The command line that ran `script`, as a reader would retype it."""
+    return " ".join(["python", f"bench/{Path(script).name}", *map(shlex.quote, sys.argv[1:])])
+
+
+def write_section(script, body, path=BENCHMARKS):
+    """Put `body` (markdown) in the section of BENCHMARKS.md that `script` owns, with the command
+    that made it and the machine it ran on."""
+    name = f"bench/{Path(script).name}"
+    start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    section = f"{start}\n{body.strip()}\n\nMade by `{command(script)}` on {machine()}.\n{end}"
+    text = Path(path).read_text() if Path(path).is_file() else "# Benchmarks\n"
+    if start in text and end in text:
+        before, rest = text.split(start, 1)
+        text = before + section + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    Path(path).write_text(text)
+    return path
