@@ -86,14 +86,14 @@ def solutions_version():
 _course = None
 
 
-def _start_worker(timeout, memory_mb):
+def _start_worker(timeout, memory_mb, warm):
     global _course
     if memory_mb:
         import resource
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))  # the kernel inherits it
     from grader.grading import GradingCourse
-    _course = GradingCourse(timeout=timeout)
+    _course = GradingCourse(timeout=timeout, warm=warm)
 
 
 def _grade(student, path):
@@ -118,8 +118,10 @@ def _grade(student, path):
 
 # --- the class side --------------------------------------------------------------------------
 
-def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEFAULT_PATTERN, echo=print):
+def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEFAULT_PATTERN,
+              warm=True, echo=print):
     """Grade every submission under `inputs` not graded before; write the outputs under `out`.
+    `warm=False` starts every kernel from scratch instead of forking it (grader.warm_kernel).
 
     Returns the results of every submission, old and new.
     """
@@ -142,7 +144,7 @@ def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEF
          f"{len(todo)} to grade")
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
     if todo:
-        with ProcessPoolExecutor(workers, initializer=_start_worker, initargs=(timeout, memory_mb)) as pool:
+        with ProcessPoolExecutor(workers, initializer=_start_worker, initargs=(timeout, memory_mb, warm)) as pool:
             jobs = {pool.submit(_grade, s.student, str(s.path)): (key, digest) for key, s, digest in todo}
             with tqdm(total=len(jobs), unit="notebook", desc="grading") as bar:
                 for job in as_completed(jobs):

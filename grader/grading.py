@@ -101,7 +101,7 @@ class GradingCourse:
                                          timeout=timeout, kernel=self.kernels and WARM_KERNEL)
         self.registered = set()
 
-    def _register(self, section):
+    def register(self, section):
         """Make nbgrader's gradebook know the section (once, on its first submission)."""
         if section not in self.registered:
             result = self.api.generate_assignment(section, force=True, create=True)
@@ -113,7 +113,7 @@ class GradingCourse:
         """Autograde one notebook; returns the result dict of `python -m grader check --json`."""
         notebook = read_notebook(path)
         section = identify(notebook)
-        self._register(section)
+        self.register(section)
         if self.kernels:
             self.kernels.wait()
         reference = nbformat.read(self.folder / "release" / section / f"{section}.ipynb", as_version=4)

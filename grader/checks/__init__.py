@@ -6,7 +6,23 @@ what was expected, and the likely mistake. One module per section; this file hol
 they share.
 """
 
+import functools
+
 import torch
+
+
+def task(check):
+    """Mark a check a notebook calls: when it fails, the student's traceback shows the check cell
+    and the message, not the check's own lines (IPython hides frames that set __tracebackhide__,
+    all but the last). The student's own error, if any, stays attached as the cause."""
+    @functools.wraps(check)
+    def run(*args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841 (read by IPython)
+        try:
+            return check(*args, **kwargs)
+        except AssertionError as error:
+            raise AssertionError(*error.args) from error.__cause__
+    return run
 
 
 def passed():
@@ -21,6 +37,7 @@ def expect(condition, message):
 
 def call(function, *args, **kwargs):
     """Call the student's code; an unwritten stub or a crash becomes a readable failure."""
+    __tracebackhide__ = True  # noqa: F841 (the student's frames are what matter)
     name = getattr(function, "__qualname__", getattr(function, "__name__", "your code"))
     try:
         return function(*args, **kwargs)

@@ -20,7 +20,7 @@ prints "Check passed" or raises AssertionError naming the likely mistake. What t
 import torch
 from torch import nn
 
-from grader.checks import call, expect, expect_close, expect_shape, passed
+from grader.checks import call, expect, expect_close, expect_shape, passed, task
 
 PAD = 0
 
@@ -54,6 +54,7 @@ def _same_rows(a, b):
     return [bool(torch.equal(x, y)) for x, y in zip(a, b)]
 
 
+@task
 def check_shuffle_tokens(shuffle_tokens, lengths=(9, 6, 12, 3, 7, 12, 5, 10), s=12, seed=0):
     """shuffle_tokens(ids, generator): a new LongTensor of the same shape; per row the same tokens,
     pads where they were; input untouched; repeatable for one seed; reorders most rows of three or
@@ -129,6 +130,7 @@ def check_shuffle_tokens(shuffle_tokens, lengths=(9, 6, 12, 3, 7, 12, 5, 10), s=
 # ---------------------------------------------------------------------------------------------
 
 
+@task
 def reference_sinusoid(length, d, base=10000.0, swap=False):
     """The interleaved table: columns 2i and 2i+1 hold sin and cos of p / base^(2i/d)."""
     position = torch.arange(length, dtype=torch.float32).unsqueeze(1)  # (length, 1)
@@ -241,6 +243,7 @@ def _diagnose_added(added, s, d, atol):
                              "be the sinusoid of position p, p = 0 .. s-1.")
 
 
+@task
 def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, seed=0, atol=1e-4):
     """SinusoidEncoder(vocab_size, classes): reads `long` tokens, (b, classes) scores, as many
     trainable parameters as TinyTransformer(positions=False), exactly the sinusoid added to the

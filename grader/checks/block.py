@@ -28,7 +28,7 @@ import itertools
 import torch
 from torch import nn
 
-from grader.checks import call, expect, expect_shape, passed
+from grader.checks import call, expect, expect_shape, passed, task
 
 ATOL = 1e-5
 RTOL = 1e-4
@@ -56,6 +56,7 @@ class _Block(nn.Module):
         return h + self.ffn(self.norm2(h))
 
 
+@task
 def expected_counts(d_model, d_ff):
     """Parameters per child of a block: two LayerNorms, the attention, the feed-forward network."""
     norm = 2 * d_model
@@ -108,6 +109,7 @@ def _gap_at_real(a, b, pad):
     return (a[real] - b[real]).abs().max().item()
 
 
+@task
 def reference_layer(block):
     """An nn.TransformerEncoderLayer built here from the block's own children (not the student's
     to_reference): pre-norm, batch-first, no dropout, eval mode."""
@@ -256,6 +258,7 @@ def _count(block, d_model, d_ff):
            "or a bias switched off, change the count.")
 
 
+@task
 def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
     """Check the student's Block class; see the module docstring for what it proves."""
     torch.manual_seed(seed)
@@ -362,6 +365,7 @@ def _weights_in_place(layer, source):
     return None
 
 
+@task
 def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, seed=0):
     """Check the student's to_reference on a correct block built here (default d_ff == d_model,
     so that linear1 and linear2 swapped still load without a shape error)."""

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from grader.checks import call, expect, expect_close, expect_shape, passed
+from grader.checks import call, expect, expect_close, expect_shape, passed, task
 from ticketnet import PAD, UNK
 
 _TRANSPOSE_HINT = ("did you `view` (or `reshape`) straight to (b, heads, s, dh) without `transpose`? "
@@ -43,6 +43,7 @@ def _ids(lengths, seq=None, seed=0, vocab_size=60):
 # split_heads
 # ---------------------------------------------------------------------------------------------
 
+@task
 def split_heads(split_heads, batch=2, seq=6, d_model=64, heads=4, seed=0):
     """(b, s, d) -> (b, heads, s, d // heads), head i holding features i*dh:(i+1)*dh of every token."""
     h = _random((batch, seq, d_model), seed)
@@ -73,6 +74,7 @@ def split_heads(split_heads, batch=2, seq=6, d_model=64, heads=4, seed=0):
 # merge_heads
 # ---------------------------------------------------------------------------------------------
 
+@task
 def merge_heads(merge_heads, batch=2, seq=6, heads=4, dh=16, seed=0, contiguous=True):
     """(b, heads, s, dh) -> (b, s, heads * dh), the inverse of the split.
 
@@ -109,6 +111,7 @@ def merge_heads(merge_heads, batch=2, seq=6, heads=4, dh=16, seed=0, contiguous=
 # key_padding_mask
 # ---------------------------------------------------------------------------------------------
 
+@task
 def key_padding_mask(key_padding_mask, lengths=(5, 2, 7), seq=None, seed=0):
     """token ids (b, s) -> bool (b, 1, 1, s), True exactly at the PAD keys."""
     ids = _ids(lengths, seq, seed)
@@ -214,6 +217,7 @@ def _copy_into_reference(layer, d_model, heads):
     return twin.train()  # training mode (dropout is 0): the plain path, every position computed
 
 
+@task
 def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_heads=5):
     """The whole layer: children, parameter count, shape, every word read, nn.MultiheadAttention,
     and a ValueError for a head count that does not divide d_model.

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from grader.checks import call, expect, expect_close, expect_shape, passed
+from grader.checks import call, expect, expect_close, expect_shape, passed, task
 
 # ---------------------------------------------------------------------------------------------
 # layer_norm
@@ -181,6 +181,7 @@ def _scale_invariant(layer_norm, d, seed):
                        "1e-4 (eps alone changes them by about 1.5e-5).")
 
 
+@task
 def check_layer_norm(layer_norm, shapes=((3, 8), (2, 5, 16)), seed=0, eps=None):
     """layer_norm(x, weight, bias[, eps]) equals F.layer_norm on every shape in `shapes` (eps=None:
     the default, not passed), rows leave with mean 0 and variance 1, and the scale of a row is gone."""
@@ -309,6 +310,7 @@ def _ticket_batches(seed, b, s, d, extra_pads):
     return batch, other
 
 
+@task
 def check_query_shift(query_shift, seed=0, b=4, s=6, d=8, extra_pads=3):
     """query_shift returns a float; the exact shift for a known 'norm'; 0 for nn.LayerNorm; clearly
     non-zero for BatchNorm in training mode; 0 for BatchNorm in evaluation mode."""

@@ -18,7 +18,7 @@ import re
 import torch
 from torch import nn
 
-from grader.checks import call, expect, expect_close, expect_shape, passed
+from grader.checks import call, expect, expect_close, expect_shape, passed, task
 
 # ---------------------------------------------------------------------------------------------
 # LearnedPositions
@@ -85,6 +85,7 @@ def _order_is_visible(module, d_model, seed):
            "the position vectors must depend on the position and be added to the tokens.")
 
 
+@task
 def check_learned_positions(LearnedPositions, max_len=120, d_model=64, batch=3, lengths=(7, 1),
                             seed=0):
     """LearnedPositions(max_len, d_model): table, parameter count, h + row p at position p, the
@@ -174,6 +175,7 @@ def check_learned_positions(LearnedPositions, max_len=120, d_model=64, batch=3, 
 # ---------------------------------------------------------------------------------------------
 
 
+@task
 def reference_sinusoid(length, d, base=10000.0, exponent=lambda i2, d: i2 / d):
     """The interleaved table in float64; `base` and `exponent` make the known wrong variants."""
     pos = torch.arange(length, dtype=torch.float64)[:, None]  # (length, 1)
@@ -186,6 +188,7 @@ def _close(a, b, atol):
     return torch.allclose(a.double(), b, atol=atol, rtol=0)
 
 
+@task
 def check_sinusoid(sinusoid, length=50, d=64, atol=1e-3):
     """sinusoid(length, d): shape, position 0 = [0, 1, 0, 1, ...], row norms sqrt(d/2) and the
     formula (angles in float32 lose about 1e-7 per unit of angle, hence atol)."""
@@ -269,6 +272,7 @@ def _pool(mean_pool, h, pad, what):
     return out.detach()
 
 
+@task
 def check_mean_pool(mean_pool, lengths=(6, 3, 1, 4), s=6, d=8, left=(3,), seed=0):
     """mean_pool(h, pad): (b, d), the mean of each row's real tokens; more padding, or other pad
     vectors, change nothing. Rows in `left` have their pads first."""

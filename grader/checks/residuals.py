@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from grader.checks import call, expect, expect_close, expect_shape, passed
+from grader.checks import call, expect, expect_close, expect_shape, passed, task
 from ticketnet import attention
 
 
@@ -65,6 +65,7 @@ def _forward(module, h):
         return call(module.forward, h)
 
 
+@task
 def spread(h):
     """How far a query's token vectors sit from their own mean, over their mean length.
 
@@ -79,6 +80,7 @@ def spread(h):
 # ---------------------------------------------------------------------------------------------
 
 @_one_thread
+@task
 def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
     what = f"FeedForward({d_model}, {d_ff})"
     torch.manual_seed(seed)
@@ -194,6 +196,7 @@ def _gradient(function, residual, depth):
 
 
 @_one_thread
+@task
 def check_first_layer_gradient(first_layer_gradient, depth=None):
     """depth=None calls the function with its default depth, which must be 20."""
     d = 20 if depth is None else depth
@@ -326,6 +329,7 @@ def _stack_outputs(DeepStack, d_model, depth, seed):
 
 
 @_one_thread
+@task
 def check_deep_stack(DeepStack, d_model=64, depth=12, seed=0, collapse=True):
     # A shallow stack first: there the tokens still differ, so every block's computation shows.
     if depth > 2:

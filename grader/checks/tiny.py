@@ -24,7 +24,7 @@ import math
 import pandas as pd
 import torch
 
-from grader.checks import call, expect, passed
+from grader.checks import call, expect, passed, task
 
 TEAMS = ("delivery", "returns", "payment", "warranty", "account")  # as ticketnet.TEAMS
 
@@ -90,6 +90,7 @@ def _same(a, b):
     return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-9)
 
 
+@task
 def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
     """Check `style_accuracy(rows, predicted)` on a made-up case; `as_tensor` passes the
     predictions as a LongTensor of class ids (positions in TEAMS) instead of team names."""
@@ -197,6 +198,7 @@ class _Test:
         return self.models[name][1]
 
 
+@task
 def choose_and_test(choose_and_test, case="visible"):
     """Check `choose_and_test(valid_accuracy, score_on_test)` on a named set of models."""
     models = CASES[case]

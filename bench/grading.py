@@ -1,0 +1,214 @@
+"""How fast a class is graded: the sample class (grader/examples/class) graded, one after the
+other in one run, by
+
+1. plain nbgrader: `nbgrader autograde SECTION` for each section in turn, one notebook at a time,
+   each in a fresh kernel (registration with generate_assignment is not timed);
+2. `grader autograde` with 1 worker and fresh kernels (as before grader.warm_kernel existed);
+3. `grader autograde` with 1 worker (kernels forked from a warm process);
+4. `grader autograde` with all cores.
+
+Every configuration uses the same cell timeout. The times of `grader autograde` include what
+plain nbgrader does not do: feedback pages, grades.csv and the class report.
+
+Then, where the time of one graded notebook goes, for each section's solution graded alone with
+fresh and with warm kernels: starting the kernel (interpreter, ipykernel; measured apart), the
+set-up and import cells, the notebook's other cells, nbgrader's and the grader's own work, and
+the feedback page.
+
+    python bench/grading.py [--write]                      # the whole class (about 25 minutes)
+    python bench/grading.py --students ada,dot --sections 02-positions --skip-breakdown
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from bench.tables import table, write_section  # noqa: E402
+from grader.autograde import autograde  # noqa: E402
+from grader.course import SECTIONS, SOLUTIONS  # noqa: E402
+from grader.sample_class import CLASS  # noqa: E402
+
+
+def pick_class(folder, students=None, sections=None):
+    """Copy the chosen students' notebooks of the chosen sections into `folder` (one sub-folder
+    per student, as the sample class is laid out); returns the number of notebooks."""
+    count = 0
+    for student in sorted(p.name for p in CLASS.iterdir() if p.is_dir()):
+        if students and student not in students:
+            continue
+        for path in sorted((CLASS / student).glob("*.ipynb")):
+            if sections and path.stem not in sections:
+                continue
+            (folder / student).mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, folder / student / path.name)
+            count += 1
+    return count
+
+
+def plain_nbgrader(submissions, work, timeout):
+    """Seconds for plain `nbgrader autograde`, section after section, on the same notebooks."""
+    course = work / "plain"
+    config = [f"--CourseDirectory.root={course}", f"--CourseDirectory.source_directory={SOLUTIONS}",
+              f"--CourseDirectory.db_url=sqlite:///{course / 'gradebook.db'}",
+              f"--Execute.timeout={timeout}", "--log-level=ERROR"]
+    sections = sorted({p.stem for p in submissions.rglob("*.ipynb")} & set(SECTIONS))
+    for path in submissions.rglob("*.ipynb"):
+        target = course / "submitted" / path.parent.name / path.stem / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+    nbgrader = [sys.executable, "-m", "nbgrader"]
+    env = {**os.environ, "COURSE_ROOT": str(ROOT),  # the set-up cell finds the course there
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for section in sections:
+        subprocess.run([*nbgrader, "generate_assignment", section, "--force", *config],
+                       env=env, check=True, capture_output=True)
+    start = time.perf_counter()
+    for section in sections:
+        # Exit code 1 is expected: the class holds notebooks nbgrader cannot grade.
+        subprocess.run([*nbgrader, "autograde", section, "--force", *config], env=env,
+                       capture_output=True)
+    return time.perf_counter() - start
+
+
+def ours(submissions, work, name, timeout, **options):
+    """Seconds for `grader autograde` and the seconds each notebook took."""
+    start = time.perf_counter()
+    results = autograde([submissions], work / name, timeout=timeout, echo=lambda line: None, **options)
+    return time.perf_counter() - start, [r["seconds"] for r in results.values()]
+
+
+# --- where the time of one notebook goes ------------------------------------------------------
+
+def kernel_start(warm, times=3):
+    """Median seconds from asking for a kernel to its first reply."""
+    from jupyter_client.manager import start_new_kernel
+    from grader.warm_kernel import NAME, WarmKernels
+    with tempfile.TemporaryDirectory() as folder:
+        kernels = WarmKernels(folder) if warm else None
+        if kernels:
+            kernels.wait()
+        seconds = []
+        for _ in range(times):
+            start = time.perf_counter()
+            manager, client = start_new_kernel(kernel_name=NAME if warm else "python3", startup_timeout=120)
+            seconds.append(time.perf_counter() - start)
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+        if kernels:
+            kernels.close()
+    return statistics.median(seconds)
+
+
+def _cell_seconds(cell):
+    timing = cell.metadata.get("execution", {})
+    if "iopub.execute_input" not in timing or "shell.execute_reply" not in timing:
+        return 0.0
+    started, ended = (datetime.fromisoformat(timing[k].replace("Z", "+00:00"))
+                      for k in ("iopub.execute_input", "shell.execute_reply"))
+    return (ended - started).total_seconds()
+
+
+def breakdown(warm, timeout):
+    """A row per section: the phases of grading its solution notebook."""
+    import nbformat
+    from grader.grading import GradingCourse
+    from grader.setup_cell import TAG
+    start_kernel = kernel_start(warm)
+    rows = []
+    for section in SECTIONS:
+        course = GradingCourse(timeout=timeout, warm=warm)
+        course.register(section)  # registration is paid once per class, not per notebook
+        if course.kernels:
+            course.kernels.wait()
+        started = time.perf_counter()
+        result = course.grade(SOLUTIONS / section / f"{section}.ipynb")
+        graded = time.perf_counter()
+        course.feedback_html(section)
+        finished = time.perf_counter()
+        notebook = nbformat.read(course.folder / "autograded" / "self" / section / f"{section}.ipynb",
+                                 as_version=4)
+        code = [c for c in notebook.cells if c.cell_type == "code"]
+        first = next(i for i, c in enumerate(code) if TAG in c.metadata.get("tags", []))
+        imports = sum(_cell_seconds(c) for c in code[first:first + 2])  # set-up, then the imports
+        cells = sum(_cell_seconds(c) for c in code) - imports
+        course.close()
+        rows.append({"section": section, "kernel start": start_kernel, "set-up and imports": imports,
+                     "other cells": cells,
+                     "nbgrader and grader": graded - started - start_kernel - imports - cells,
+                     "feedback": finished - graded, "total": finished - started,
+                     "score": f"{result['score']:g}/{result['max_score']:g}"})
+    return rows
+
+
+def _fmt(rows):
+    return [{k: f"{v:.1f}" if isinstance(v, float) else v for k, v in row.items()} for row in rows]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", help="comma-separated ids (default: the whole sample class)")
+    parser.add_argument("--sections", help="comma-separated sections (default: all)")
+    parser.add_argument("--timeout", type=int, default=30, help="seconds a cell may run (default 30, "
+                        "as `make demo`)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count(), help="'all cores' (default: %(default)s)")
+    parser.add_argument("--skip-breakdown", action="store_true", help="only time the class")
+    parser.add_argument("--write", action="store_true", help="write the tables into BENCHMARKS.md")
+    parser.add_argument("--benchmarks", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    students = set(args.students.split(",")) if args.students else None
+    sections = set(args.sections.split(",")) if args.sections else None
+
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        submissions = work / "class"
+        count = pick_class(submissions, students, sections)
+        print(f"{count} notebooks; timeout {args.timeout} s per cell")
+        runs = {"plain nbgrader, sequential": (plain_nbgrader(submissions, work, args.timeout), None)}
+        print(f"plain nbgrader: {runs['plain nbgrader, sequential'][0]:.0f} s")
+        for name, options in (("grader, 1 worker, fresh kernels", {"workers": 1, "warm": False}),
+                              ("grader, 1 worker", {"workers": 1}),
+                              (f"grader, {args.workers} workers", {"workers": args.workers})):
+            runs[name] = ours(submissions, work, name.replace(" ", "_").replace(",", ""), args.timeout, **options)
+            print(f"{name}: {runs[name][0]:.0f} s")
+
+    plain = runs["plain nbgrader, sequential"][0]
+    one = runs["grader, 1 worker"][0]
+    rows = []
+    for name, (seconds, per_notebook) in runs.items():
+        rows.append({"configuration": name, "class seconds": f"{seconds:.0f}",
+                     "seconds per notebook": f"{seconds / count:.1f}",
+                     "median notebook (one worker's view)": f"{statistics.median(per_notebook):.1f}"
+                     if per_notebook else "",
+                     "vs plain nbgrader": f"{plain / seconds:.2f}x", "vs 1 worker": f"{one / seconds:.2f}x"})
+    body = [f"### Grading the sample class ({count} notebooks, cell timeout {args.timeout} s)", "",
+            table(rows, list(rows[0])), "",
+            "Seconds per notebook is the class time divided by the notebooks (what an instructor waits); "
+            "the median is the time one worker spent on a notebook, feedback page included. Notebooks "
+            "that loop forever cost the timeout in every configuration."]
+    if not args.skip_breakdown:
+        for warm in (False, True):
+            detail = breakdown(warm, args.timeout)
+            kind = "warm kernels (forked)" if warm else "fresh kernels"
+            body += ["", f"### One notebook, {kind}: where the seconds go (each section's solution)", "",
+                     table(_fmt(detail), list(detail[0])), ""]
+            mean = statistics.mean(r["total"] for r in detail)
+            body.append(f"Mean seconds per graded notebook, {kind}: {mean:.1f}.")
+            runs[f"breakdown {kind}"] = (mean, None)
+    text = "\n".join(body)
+    print(text)
+    if args.write or args.benchmarks:
+        write_section(__file__, text, *([args.benchmarks] if args.benchmarks else []))
+    return {name: seconds for name, (seconds, _) in runs.items()}
+
+
+if __name__ == "__main__":
+    main()
