@@ -117,14 +117,14 @@ def _cell_seconds(cell):
     return (ended - started).total_seconds()
 
 
-def breakdown(warm, timeout):
+def breakdown(warm, timeout, sections=SECTIONS):
     """A row per section: the phases of grading its solution notebook."""
     import nbformat
     from grader.grading import GradingCourse
     from grader.setup_cell import TAG
     start_kernel = kernel_start(warm)
     rows = []
-    for section in SECTIONS:
+    for section in sections:
         course = GradingCourse(timeout=timeout, warm=warm)
         course.register(section)  # registration is paid once per class, not per notebook
         if course.kernels:
@@ -196,7 +196,7 @@ def main(argv=None):
             "that loop forever cost the timeout in every configuration."]
     if not args.skip_breakdown:
         for warm in (False, True):
-            detail = breakdown(warm, args.timeout)
+            detail = breakdown(warm, args.timeout, [s for s in SECTIONS if not sections or s in sections])
             kind = "warm kernels (forked)" if warm else "fresh kernels"
             body += ["", f"### One notebook, {kind}: where the seconds go (each section's solution)", "",
                      table(_fmt(detail), list(detail[0])), ""]

@@ -1,0 +1,116 @@
+"""The grading kernels forked from a warm process (grader/warm_kernel.py) behave as fresh ones:
+their own folder, random state and matplotlib backend; interrupts reach them; a killed proxy
+takes its kernel along; and a notebook grades the same with fresh and with warm kernels."""
+
+import os
+import time
+
+import pytest
+from jupyter_client.manager import start_new_kernel
+
+from grader import grading, sample_class
+from grader.warm_kernel import NAME, WarmKernels
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory):
+    saved = os.environ.get("JUPYTER_PATH")
+    kernels = WarmKernels(tmp_path_factory.mktemp("warm"))
+    kernels.wait()
+    yield kernels
+    kernels.close()
+    if saved is None:
+        os.environ.pop("JUPYTER_PATH", None)
+    else:
+        os.environ["JUPYTER_PATH"] = saved
+
+
+def _run(client, code, timeout=60):
+    """Execute `code`; returns (status, the text of the last expression or the error name)."""
+    msg_id = client.execute(code)
+    reply = client.get_shell_msg(timeout=timeout)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = client.get_shell_msg(timeout=timeout)
+    value = None
+    while True:
+        message = client.get_iopub_msg(timeout=timeout)
+        if message["parent_header"].get("msg_id") != msg_id:
+            continue
+        if message["msg_type"] == "execute_result":
+            value = message["content"]["data"]["text/plain"]
+        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            break
+    return reply["content"]["status"], value if reply["content"]["status"] == "ok" else reply["content"]["ename"]
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+
+def test_a_forked_kernel_is_a_fresh_process_in_the_notebooks_folder(warm, tmp_path):
+    seen = []
+    for folder in (tmp_path / "one", tmp_path / "two"):
+        folder.mkdir()
+        manager, client = start_new_kernel(kernel_name=NAME, cwd=str(folder))
+        try:
+            status, value = _run(client, "import os, random, sys, torch, matplotlib\n"
+                                 "(os.getcwd(), sys.path[0], random.random(), matplotlib.get_backend(), "
+                                 "'torch' in sys.modules)")
+            assert status == "ok"
+            cwd, path0, number, backend, _ = eval(value)
+            assert cwd == path0 == str(folder)
+            assert backend == "module://matplotlib_inline.backend_inline"
+            seen.append(number)
+        finally:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+    assert seen[0] != seen[1], "two forks share the server's random state"
+
+
+def test_an_interrupt_reaches_the_kernel_and_a_kill_takes_it_down(warm, tmp_path):
+    manager, client = start_new_kernel(kernel_name=NAME, cwd=str(tmp_path))
+    try:
+        status, pid = _run(client, "import os; os.getpid()")
+        pid = int(pid)
+        assert pid != manager.provisioner.process.pid  # the kernel is the fork, not the proxy
+        msg_id = client.execute("import time; time.sleep(60)")
+        time.sleep(1)
+        manager.interrupt_kernel()
+        reply = client.get_shell_msg(timeout=30)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        assert _run(client, "1 + 1")[1] == "2"  # still alive after the interrupt
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)  # kills the proxy's process group
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid), "the kernel outlived its proxy"
+
+
+def test_a_kernel_that_exits_ends_its_proxy_with_its_code(warm, tmp_path):
+    manager, client = start_new_kernel(kernel_name=NAME, cwd=str(tmp_path))
+    try:
+        client.execute("import os; os._exit(7)")
+        deadline = time.monotonic() + 10
+        while manager.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not manager.is_alive()
+        assert manager.provisioner.process.returncode == 7
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def test_fresh_and_warm_kernels_grade_a_notebook_alike(tmp_path):
+    notebook = sample_class.CLASS / "dot" / "02-positions.ipynb"  # the catalogue's typical mistakes
+    results = [grading.GradingCourse(tmp_path / kind, timeout=60, warm=kind == "warm").grade(notebook)
+               for kind in ("fresh", "warm")]
+    fresh, warm_ = ({k: v for k, v in r.items() if k != "notebook"} for r in results)
+    assert fresh == warm_
+    assert fresh["score"] < fresh["max_score"] and all(t["message"] for t in fresh["tasks"] if not t["score"])
