@@ -173,7 +173,7 @@ def test_sample_class_is_in_sync_with_the_release_and_catalogues(tmp_path):
 def graded_class(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     lines = []
-    results = autograde.autograde([sample_class.CLASS], out, workers=2, timeout=45, echo=lines.append)
+    results = autograde.autograde([sample_class.CLASS], out, workers=2, timeout=30, echo=lines.append)
     return out, results, lines
 
 
@@ -207,6 +207,6 @@ def test_the_class_outputs_are_written_and_a_rerun_grades_nothing_again(graded_c
     for result in results.values():
         assert (out / result["feedback"]).is_file()
     again = []
-    rerun = autograde.autograde([sample_class.CLASS], out, workers=2, timeout=45, echo=again.append)
+    rerun = autograde.autograde([sample_class.CLASS], out, workers=2, timeout=30, echo=again.append)
     assert "0 to grade" in again[0]
     assert rerun == results
