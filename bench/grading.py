@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.tables import table, write_section  # noqa: E402
+from bench.tables import BENCHMARKS, table, write_section  # noqa: E402
 from grader.autograde import autograde  # noqa: E402
 from grader.course import SECTIONS, SOLUTIONS  # noqa: E402
 from grader.sample_class import CLASS  # noqa: E402
@@ -162,7 +162,7 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=os.cpu_count(), help="'all cores' (default: %(default)s)")
     parser.add_argument("--skip-breakdown", action="store_true", help="only time the class")
     parser.add_argument("--write", action="store_true", help="write the tables into BENCHMARKS.md")
-    parser.add_argument("--benchmarks", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--benchmarks", type=Path, default=BENCHMARKS, help="file --write updates")
     args = parser.parse_args(argv)
     students = set(args.students.split(",")) if args.students else None
     sections = set(args.sections.split(",")) if args.sections else None
@@ -205,8 +205,8 @@ def main(argv=None):
             runs[f"breakdown {kind}"] = (mean, None)
     text = "\n".join(body)
     print(text)
-    if args.write or args.benchmarks:
-        write_section(__file__, text, *([args.benchmarks] if args.benchmarks else []))
+    if args.write:
+        write_section(__file__, text, path=args.benchmarks)
     return {name: seconds for name, (seconds, _) in runs.items()}
 
 

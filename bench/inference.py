@@ -20,6 +20,11 @@ pads, but only for post-norm layers: TinyTransformer is pre-norm (norm_first=Tru
 refuses even with enable_nested_tensor=True; the script asks PyTorch and quotes its reason. A
 post-norm copy would compute another function of the weights, so it is not measured.
 
+"Fast" is not a promise: with a padding mask the fused op builds the full (batch, heads, T, T)
+scores and runs _masked_softmax over them, while the Python layers call
+scaled_dot_product_attention, which on CPU picks a flash-attention kernel that never builds them.
+The table names the heaviest op of each setting, so the reader can see which one pays for what.
+
     python bench/inference.py                     # print the table
     python bench/inference.py --write             # ... and put it in BENCHMARKS.md
     python bench/inference.py --limit 512 --threads 1 --latency-tickets 50   # a quick look
@@ -48,10 +53,14 @@ ATTENTION_OPS = ("aten::_native_multi_head_attention", "aten::_scaled_dot_produc
 
 
 def ops_run(model, ids):
-    """The names of the ops one forward pass of `model` on `ids` runs."""
+    """The names of the ops one forward pass of `model` on `ids` runs, and the one that took the
+    most time of its own, with its share, e.g. "addmm (30%)"."""
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         model(ids)
-    return {event.name for event in prof.events()}
+    totals = prof.key_averages()
+    top = max(totals, key=lambda e: e.self_cpu_time_total)
+    share = top.self_cpu_time_total / max(1e-9, sum(e.self_cpu_time_total for e in totals))
+    return {event.name for event in prof.events()}, f"{top.key.removeprefix('aten::')} ({share:.0%})"
 
 
 def path_taken(names):
@@ -93,9 +102,9 @@ def measure_settings(model, ids, repeats, latency_tickets):
         out[name]["scores"] = tn.predict(model, ids, batch_size=256)
         for x in singles[:10]:
             model(x)
-        names = ops_run(model, tn._trim(ids[:256]))
-        out[name].update(fused=FUSED_LAYER in names, batch_256_path=path_taken(names),
-                         batch_1_path=path_taken(ops_run(model, singles[0])))
+        names, heaviest = ops_run(model, tn._trim(ids[:256]))
+        out[name].update(fused=FUSED_LAYER in names, batch_256_path=path_taken(names), heaviest=heaviest,
+                         batch_1_path=path_taken(ops_run(model, singles[0])[0]))
     for _ in range(repeats):
         for name, enabled in SETTINGS:
             torch.backends.mha.set_fastpath_enabled(enabled)
@@ -113,6 +122,7 @@ def measure_settings(model, ids, repeats, latency_tickets):
 
 
 def measure(args):
+    load_meter = tables.OtherLoad().start()
     train_rows = tn.load_split(tn.DATA / "train.csv")[:args.limit]
     valid_rows = tn.load_split(tn.DATA / "valid.csv")
     vocab = tn.Vocab([r["text"] for r in train_rows])
@@ -132,12 +142,13 @@ def measure(args):
             "epochs": args.epochs, "threads": args.threads, "valid_acc": history[-1]["valid_acc"],
             "same_predictions": same, "predictions_agree": same == len(ids_valid),
             "max_abs_diff": float((on - off).abs().max()), "nested": nested_tensor_refusal(model),
-            "latency_tickets": min(args.latency_tickets, len(ids_valid)), "repeats": args.repeats}
+            "latency_tickets": min(args.latency_tickets, len(ids_valid)), "repeats": args.repeats,
+            "other_cores": load_meter.cores()}
 
 
 def report(out):
     rows = [{"fast path": name, "what ran (batch 256)": s["batch_256_path"],
-             "what ran (batch 1)": s["batch_1_path"],
+             "what ran (batch 1)": s["batch_1_path"], "heaviest op (batch 256)": s["heaviest"],
              "tickets per second, batch 256": f"{s['tickets_per_second']:,.0f}",
              "batch 1, median ms": f"{s['latency_median_ms']:.2f}",
              "batch 1, p90 ms": f"{s['latency_p90_ms']:.2f}"}
@@ -159,12 +170,14 @@ def report(out):
         f"training tickets (valid accuracy {out['valid_acc']:.4f}); evaluation mode, "
         "torch.inference_mode.",
         "- Batch 256 goes through ticketnet.predict (length-sorted, trimmed batches), median of "
-        f"{out['repeats']} passes; batch 1 times {out['latency_tickets']} tickets one by one, each trimmed to its length. "
+        f"{out['repeats']} passes; batch 1 times {out['latency_tickets']} tickets one by one, each "
+        "trimmed to its length. "
         "The two settings take turns, pass by pass and ticket by ticket.",
         f"- {engaged}",
         f"- Same predicted team with the fast path on and off for {out['same_predictions']} of "
         f"{out['tickets']} tickets; largest score difference {out['max_abs_diff']:.2e}.",
         f"- {nested}",
+        f"- {tables.describe_load(out['other_cores'])}",
     ])
 
 

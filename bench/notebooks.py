@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.tables import table, write_section  # noqa: E402
+from bench.tables import BENCHMARKS, table, write_section  # noqa: E402
 from grader.course import SECTIONS, solution_notebook  # noqa: E402
 
 LONG = {"06-tiny-transformer", "07-banking77"}  # trained sections: 5 minutes
@@ -55,7 +55,7 @@ def main(argv=None):
     parser.add_argument("--sections", help="comma-separated sections (default: all)")
     parser.add_argument("--modes", default="student,grading", help="student, grading or both (default)")
     parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
-    parser.add_argument("--benchmarks", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--benchmarks", type=Path, default=BENCHMARKS, help="file --write updates")
     args = parser.parse_args(argv)
     sections = args.sections.split(",") if args.sections else SECTIONS
     modes = args.modes.split(",")
@@ -78,8 +78,8 @@ def main(argv=None):
         "their training. Grading a submission adds nbgrader's own work and the feedback page "
         "(see the grading tables)."])
     print(text)
-    if args.write or args.benchmarks:
-        write_section(__file__, text, *([args.benchmarks] if args.benchmarks else []))
+    if args.write:
+        write_section(__file__, text, path=args.benchmarks)
     return seconds
 
 

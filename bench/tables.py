@@ -14,6 +14,7 @@ import os
 import platform
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -62,3 +63,36 @@ def write_section(script, body, path=BENCHMARKS):
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     Path(path).write_text(text)
     return path
+
+
+class OtherLoad:
+    """How many cores other processes kept busy between start() and cores(), from /proc/stat
+    minus this process's own CPU time; None where /proc/stat is missing. On a shared machine
+    this says how much the numbers may be slowed down by someone else."""
+
+    def _sample(self):
+        try:
+            fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        except (OSError, ValueError):
+            return None
+        busy = sum(fields[:3]) + sum(fields[5:8])  # user nice system, irq softirq steal
+        own = os.times()
+        return busy / os.sysconf("SC_CLK_TCK"), own.user + own.system, time.perf_counter()
+
+    def start(self):
+        self.first = self._sample()
+        return self
+
+    def cores(self):
+        last = self._sample()
+        if self.first is None or last is None or last[2] <= self.first[2]:
+            return None
+        (busy0, own0, wall0), (busy1, own1, wall1) = self.first, last
+        return max(0.0, (busy1 - busy0) - (own1 - own0)) / (wall1 - wall0)
+
+
+def describe_load(cores):
+    if cores is None:
+        return "The load of other processes was not measured (no /proc/stat)."
+    return (f"Other processes kept {cores:.1f} of the {os.cpu_count()} cores busy on average during "
+            "the run" + (": the numbers are slower than a quiet machine's." if cores >= 0.2 else "."))

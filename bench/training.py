@@ -10,29 +10,39 @@ number of threads:
 2. plain random batches, each trimmed to its longest row (ticketnet.train, group_by_length=False);
 3. plain random batches left at the full 120 tokens. ticketnet.train always trims, so this
    baseline has its own copy of the training loop, `train_full_width`, which differs from
-   ticketnet.train only in not trimming.
+   ticketnet.train only in not trimming (and in keeping only the validation numbers).
 
 For each we report seconds per training epoch (the validation pass that ends every epoch is timed
-as it runs, by wrapping ticketnet.evaluate, and taken out), padded tokens per epoch (what the model is fed), real tokens per second
-and the validation accuracy after the last epoch.
+as it runs, by wrapping ticketnet.evaluate, and taken out), padded tokens per epoch (what the
+model is fed), real tokens per second and the validation accuracy after the last epoch.
 
 The accuracies are expected to be close but not equal: the variants see the batches in another
 order (1 against 2 and 3), and the dropout masks are drawn from the same seed but for tensors of
 other shapes (every variant), so each draws different random numbers; padding columns also change
-the order of floating-point sums. The script checks that they agree within --tolerance (0.03 by
-default) and exits with status 1, after a WARNING line, when they do not.
+the order of floating-point sums. Early in training these small differences matter as much as a
+change of seed: after 2 epochs, ours alone reached 0.5617, 0.6500 and 0.6133 with seeds 0, 1 and
+2, a spread of 0.09. The script checks that the variants agree within --tolerance (0.10 by
+default, the size of that spread) and exits with status 1, after a WARNING line, when they do not.
+With more epochs, once accuracy levels off, a tighter tolerance makes sense.
 
 The limit. FlopCounterMode counts the floating-point operations of the model's matrix multiplies,
 forward and backward, for every batch shape a variant actually trained on (each distinct shape is
 run once on the "meta" device, which computes shapes only, so the count is exact and costs no
 arithmetic). The machine's throughput is measured at the model's own sizes: the matrix multiplies
 of one training step on a (64, T) batch are recorded and replayed on random numbers, best of
---repeats (5), where T is the median padded width of that variant's batches. limit = FLOPs per epoch /
-throughput; it ignores everything that is not a matrix multiply (dropout, softmax, layer norm,
-the optimizer), so it is a bound nobody reaches, and "measured / limit" says how far we are.
+--repeats (5), where T is the median padded width of that variant's batches.
+limit = FLOPs per epoch / throughput; it ignores everything that is not a matrix multiply
+(dropout, softmax, layer norm, the optimizer), so it is a bound nobody reaches, and
+"measured / limit" says how far we are.
 The issue's target is ours within 3x.
 
 Last, torch.profiler follows a few of ours' batches and groups the time by kind of work.
+
+On a machine that also runs other work, use --threads 1: PyTorch's threads wait for each other at
+every op, so one that loses its core stalls the other. On this project's 2-core machine, with
+other processes keeping about one core busy, a training step of ours took about 1,000 ms on 2
+threads and 150 ms on 1 (measured minutes apart, not side by side). The report says how many
+cores other processes kept busy during the run.
 
     python bench/training.py                      # print the tables (2 epochs, all tickets)
     python bench/training.py --write              # ... and put them in BENCHMARKS.md
@@ -67,6 +77,8 @@ OURS, LONGEST, FULL = "ours: grouped by length", "random, padded to their longes
 MATMULS = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default,
            torch.ops.aten.bmm.default, torch.ops.aten.baddbmm.default}
 
+
+# --- the machine's other work ----------------------------------------------------------------
 
 # --- the training loops ----------------------------------------------------------------------
 
@@ -265,6 +277,7 @@ def load(limit):
 
 
 def measure(args):
+    load_meter = tables.OtherLoad().start()
     data = load(args.limit)
     ids = data[0]
     real = int((ids != tn.PAD).sum())
@@ -295,7 +308,8 @@ def measure(args):
     return {"variants": results, "profile": breakdown, "tickets": len(ids), "epochs": args.epochs,
             "threads": args.threads, "accuracy_spread": spread, "repeats": args.repeats,
             "profile_batches": profiled, "profile_width": profiled_width,
-            "accuracy_agrees": spread <= args.tolerance, "tolerance": args.tolerance}
+            "accuracy_agrees": spread <= args.tolerance, "tolerance": args.tolerance,
+            "other_cores": load_meter.cores()}
 
 
 def report(out):
@@ -332,7 +346,9 @@ def report(out):
         "padded width. "
         "Dropout, softmax, layer norm and the optimizer count for nothing in it.",
         f"- Ours is {ours['ratio']:.1f}x its limit; the issue asks for 3x at most.",
-        f"- {agree} They cannot be identical: batch order and dropout draws differ.",
+        f"- {agree} They cannot be identical: batch order and dropout draws differ, and after 2 "
+        "epochs three seeds of ours alone spread over 0.09.",
+        f"- {tables.describe_load(out['other_cores'])}",
         "",
         f"Where ours spends a training step (torch.profiler over {out['profile_batches']} of its "
         f"batches, mean width {out['profile_width']:.0f} tokens. Each op's own time is filed under "
@@ -348,7 +364,7 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--limit", type=int, default=None, help="use only the first N training tickets")
-    parser.add_argument("--tolerance", type=float, default=0.03,
+    parser.add_argument("--tolerance", type=float, default=0.10,
                         help="largest accepted spread of the validation accuracies")
     parser.add_argument("--repeats", type=int, default=5, help="replays of the matrix multiplies (best kept)")
     parser.add_argument("--profile-batches", type=int, default=8, help="batches of ours profiled")

@@ -46,29 +46,42 @@ def _answer_cells(notebook):
             and c.metadata.get("nbgrader", {}).get("solution") and not c.metadata["nbgrader"].get("grade")]
 
 
+def _solutions(section):
+    return {c.metadata["nbgrader"]["grade_id"]: c.source
+            for c in _answer_cells(nbformat.read(solution_notebook(section), as_version=4))}
+
+
+def catalogue_variant(section, kind, k, tasks=None):
+    """The release of `section` with the k-th "wrong" (or "right") catalogue entry of every task
+    (of `tasks`, when given) that has that many, and the solution in the other answer cells.
+    Returns the notebook and {task: the entry used, or None where the solution is}."""
+    notebook = nbformat.read(release_notebook(section), as_version=4)
+    solutions = _solutions(section)
+    wrong, right = catalogue.load(section) if catalogue.has_entries(section) else ([], [])
+    pool = wrong if kind == "wrong" else right
+    entries = {}
+    for cell in _answer_cells(notebook):
+        name = cell.metadata["nbgrader"]["grade_id"]
+        mine = [e for e in pool if e.name == name]
+        entries[name] = mine[k] if k < len(mine) and (tasks is None or name in tasks) else None
+        cell.source = entries[name].code if entries[name] else solutions[name]
+    return notebook, entries
+
+
 def _submission(section, student):
     """The notebook `student` hands in for `section`, and their expected score per task (None for
     a file that cannot be graded)."""
     notebook = nbformat.read(release_notebook(section), as_version=4)
-    solutions = {c.metadata["nbgrader"]["grade_id"]: c.source
-                 for c in _answer_cells(nbformat.read(solution_notebook(section), as_version=4))}
-    wrong, right = catalogue.load(section) if catalogue.has_entries(section) else ([], [])
+    solutions = _solutions(section)
     answers = _answer_cells(notebook)
     names = [c.metadata["nbgrader"]["grade_id"] for c in answers]
     full = {name: True for name in names}
     if student in ("ada", "gus", "hal", "fay", "ivy", "jon", "lea"):
         for cell in answers:
             cell.source = solutions[cell.metadata["nbgrader"]["grade_id"]]
-    if student == "cyd":
-        for cell in answers:
-            name = cell.metadata["nbgrader"]["grade_id"]
-            cell.source = next((e.code for e in right if e.name == name), solutions[name])
-    if student == "dot":
-        for cell in answers:
-            name = cell.metadata["nbgrader"]["grade_id"]
-            first = next((e for e in wrong if e.name == name), None)
-            cell.source = first.code if first else solutions[name]
-            full[name] = first is None
+    if student in ("cyd", "dot"):
+        notebook, entries = catalogue_variant(section, "right" if student == "cyd" else "wrong", 0)
+        full = {name: student == "cyd" or entries[name] is None for name in names}
     if student == "ben":
         full = {name: False for name in names}
     if student == "eli":

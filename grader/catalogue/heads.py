@@ -6,6 +6,10 @@ MultiHead, after the solution's split_heads, merge_heads and key_padding_mask.
 
 from grader.catalogue import Right, Wrong
 
+# MultiHead's answers call the student's split_heads, merge_heads and key_padding_mask: a wrong
+# helper changes how MultiHead fails, so its wrong answers are graded beside right helpers.
+BUILDS_ON = {"MultiHead": ("split_heads", "merge_heads", "key_padding_mask")}
+
 # --------------------------------------------------------------------------------------------- #
 # The solution's MultiHead, with one line to swap for each mistake.
 # --------------------------------------------------------------------------------------------- #

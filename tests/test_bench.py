@@ -1,0 +1,141 @@
+"""The benchmarks (bench/training.py, inference.py, notebooks.py, grading.py) on tiny sizes: they
+run, their numbers make sense, and they write their own section of a BENCHMARKS.md (a temporary
+one here); and the helper that writes those sections."""
+
+import copy
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+import ticketnet as tn
+from bench import tables
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+training = _load("training")
+inference = _load("inference")
+notebooks = _load("notebooks")
+grading = _load("grading")
+
+
+def _run(module, argv, monkeypatch):
+    """main(argv) as if typed after `python bench/NAME.py`, restoring threads and the fast path."""
+    monkeypatch.setattr(sys, "argv", [module.__file__, *argv])
+    threads, fastpath = torch.get_num_threads(), torch.backends.mha.get_fastpath_enabled()
+    out = module.main(argv)
+    assert torch.get_num_threads() == threads
+    assert torch.backends.mha.get_fastpath_enabled() == fastpath
+    return out
+
+
+def _section(path, script, argv):
+    text = path.read_text()
+    start, end = f"<!-- bench/{script} -->", f"<!-- /bench/{script} -->"
+    assert text.count(start) == 1 and text.count(end) == 1
+    section = text.split(start)[1].split(end)[0]
+    assert f"`python bench/{script} {' '.join(argv)}`" in section
+    return section
+
+
+def test_training_benchmark_on_256_tickets(tmp_path, monkeypatch):
+    path = tmp_path / "BENCHMARKS.md"
+    argv = ["--limit", "256", "--epochs", "1", "--threads", "1", "--repeats", "2",
+            "--profile-batches", "2", "--write", "--benchmarks", str(path)]
+    out = _run(training, argv, monkeypatch)
+    ours, longest, full = (out["variants"][name] for name in (training.OURS, training.LONGEST, training.FULL))
+    assert full["padded_tokens"] == 256 * tn.MAX_TOKENS
+    assert full["padded_tokens"] > longest["padded_tokens"] >= ours["padded_tokens"]
+    assert ours["padded_tokens"] >= ours["real_tokens"] > 0
+    assert full["flops"] > longest["flops"] >= ours["flops"] > 0
+    for r in out["variants"].values():
+        assert r["seconds"] > 0 and r["real_tokens_per_second"] > 0
+        assert r["throughput"] > 0 and r["limit_seconds"] > 0 and r["ratio"] > 0
+        assert 0 <= r["valid_acc"] <= 1
+    assert full["median_width"] == tn.MAX_TOKENS
+    assert out["profile"]["matrix multiplies"] > 0 and all(s >= 0 for s in out["profile"].values())
+    assert out["accuracy_agrees"] == (out["accuracy_spread"] <= 0.10)
+    section = _section(path, "training.py", argv)
+    assert "| ours: grouped by length |" in section and "| matrix multiplies |" in section
+
+
+def test_flops_counted_on_meta_equal_those_of_a_real_step():
+    torch.manual_seed(0)
+    model = tn.TinyTransformer(50)
+    meta = copy.deepcopy(model).to("meta").train()
+    with FlopCounterMode(display=False) as counter:
+        F.cross_entropy(model(torch.randint(2, 50, (8, 11))), torch.zeros(8, dtype=torch.long)).backward()
+    assert training.flops_per_shape(meta, [(8, 11), (8, 11)]) == {(8, 11): counter.get_total_flops()}
+
+
+def test_inference_benchmark_on_128_tickets(tmp_path, monkeypatch):
+    path = tmp_path / "BENCHMARKS.md"
+    argv = ["--limit", "128", "--threads", "1", "--latency-tickets", "20", "--repeats", "2",
+            "--write", "--benchmarks", str(path)]
+    out = _run(inference, argv, monkeypatch)
+    on, off = out["settings"]["on"], out["settings"]["off"]
+    for s in (on, off):
+        assert s["tickets_per_second"] > 0 and 0 < s["latency_median_ms"] <= s["latency_p90_ms"]
+    assert on["fused"] and not off["fused"]  # what the section says about the fast path
+    assert out["predictions_agree"] and out["same_predictions"] == out["tickets"] == 600
+    assert out["max_abs_diff"] < 1e-4
+    assert "norm_first" in out["nested"]
+    section = _section(path, "inference.py", argv)
+    assert "| on |" in section and "| off |" in section
+
+
+def test_write_section_replaces_its_own_section_and_keeps_the_others(tmp_path):
+    path = tmp_path / "BENCHMARKS.md"
+    tables.write_section("bench/training.py", "OLD TRAINING BODY", path=path)
+    tables.write_section("bench/inference.py", "INFERENCE BODY", path=path)
+    tables.write_section("/elsewhere/bench/training.py", "NEW TRAINING BODY", path=path)
+    text = path.read_text()
+    assert text.startswith("# Benchmarks\n")
+    assert "OLD TRAINING BODY" not in text
+    assert text.count("NEW TRAINING BODY") == 1 and text.count("INFERENCE BODY") == 1
+    assert text.index("<!-- bench/training.py -->") < text.index("NEW TRAINING BODY") \
+        < text.index("<!-- /bench/training.py -->") < text.index("<!-- bench/inference.py -->")
+
+
+def test_table_keeps_the_column_order_and_leaves_missing_cells_empty():
+    assert tables.table([{"b": 2, "a": 1}, {"a": 3}], ["a", "b"]) == \
+        "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 |  |"
+
+
+def test_notebook_benchmark_on_one_section_in_grading_mode(tmp_path, monkeypatch):
+    path = tmp_path / "BENCHMARKS.md"
+    argv = ["--sections", "02-positions", "--modes", "grading", "--write", "--benchmarks", str(path)]
+    seconds = _run(notebooks, argv, monkeypatch)
+    assert list(seconds) == [("02-positions", "grading")] and seconds["02-positions", "grading"] > 0
+    section = _section(path, "notebooks.py", argv)
+    assert "| 02-positions |" in section and "20 s," in section
+
+
+def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
+    path = tmp_path / "BENCHMARKS.md"
+    argv = ["--students", "ada,fay", "--sections", "02-positions", "--workers", "2",
+            "--write", "--benchmarks", str(path)]
+    seconds = _run(grading, argv, monkeypatch)
+    assert {"plain nbgrader, sequential", "grader, 1 worker, fresh kernels", "grader, 1 worker",
+            "grader, 2 workers", "breakdown fresh kernels", "breakdown warm kernels (forked)"} == set(seconds)
+    assert all(s > 0 for s in seconds.values())
+    section = _section(path, "grading.py", argv)
+    assert "| plain nbgrader, sequential |" in section and "| 02-positions |" in section
+    assert "7/7" in section  # the solution graded in full, fresh and warm
+
+
+@pytest.mark.parametrize("module", [training, inference, notebooks, grading])
+def test_benchmark_docstrings_say_how_to_run_them(module):
+    assert f"python bench/{Path(module.__file__).name}" in module.__doc__
