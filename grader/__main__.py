@@ -16,7 +16,7 @@ def autograde(args):
     try:
         results = grade_class(args.inputs, args.out, workers=args.workers, timeout=args.timeout,
                               memory_mb=args.memory_mb, pattern=args.pattern,
-                              warm=not args.fresh_kernels)
+                              warm=False if args.fresh_kernels else None)
     except (FileNotFoundError, ValueError) as error:  # a missing input or a pattern without ids
         print(f"cannot collect the submissions: {error}", file=sys.stderr)
         return 2
@@ -85,7 +85,7 @@ def check(args):
     import json
     from grader.grading import GradingCourse, NotGradable
     try:
-        result = GradingCourse(timeout=args.timeout, warm=not args.fresh_kernels).grade(args.notebook)
+        result = GradingCourse(timeout=args.timeout, warm=False if args.fresh_kernels else None).grade(args.notebook)
     except NotGradable as error:
         print(f"cannot grade {args.notebook}: {error}", file=sys.stderr)
         return 2
@@ -131,7 +131,7 @@ def main(argv=None):
                          help="regex with a group (?P<student>...) for the id in a file name")
     grader_.add_argument("--fresh-kernels", action="store_true",
                          help="start every kernel from scratch, as plain nbgrader does (slower; "
-                         "by default kernels fork from a process that has imported the libraries)")
+                         "by default, on Linux, kernels fork from a process that has imported the libraries)")
     grader_.set_defaults(run=autograde)
     runner = verbs.add_parser("execute", help=execute.__doc__)
     runner.add_argument("notebooks", nargs="+", help="paths of .ipynb files")
@@ -147,7 +147,7 @@ def main(argv=None):
     checker.add_argument("--timeout", type=int, default=120, help="seconds per cell (default 120)")
     checker.add_argument("--fresh-kernels", action="store_true",
                          help="start every kernel from scratch, as plain nbgrader does (slower; "
-                         "by default kernels fork from a process that has imported the libraries)")
+                         "by default, on Linux, kernels fork from a process that has imported the libraries)")
     checker.set_defaults(run=check)
     args = parser.parse_args(argv)
     return args.run(args)

@@ -119,9 +119,10 @@ def _grade(student, path):
 # --- the class side --------------------------------------------------------------------------
 
 def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEFAULT_PATTERN,
-              warm=True, echo=print):
+              warm=None, echo=print):
     """Grade every submission under `inputs` not graded before; write the outputs under `out`.
-    `warm=False` starts every kernel from scratch instead of forking it (grader.warm_kernel).
+    `warm=False` starts every kernel from scratch instead of forking it (grader.warm_kernel); the
+    default forks on Linux only.
 
     Returns the results of every submission, old and new.
     """

@@ -2,14 +2,15 @@
 
 A `GradingCourse` is an nbgrader course in a working folder whose source is `solutions/`: any copy
 of a section notebook can be autograded there (the gradebook learns a section on its first
-submission), with the check cells (hidden tests included) restored from the source. Its kernels
-fork from a warm process (grader.warm_kernel) unless asked for fresh ones. The scores come from nbgrader's
-gradebook and the failure messages from the autograded notebook's error outputs.
+submission), with the check cells (hidden tests included) restored from the source. On Linux its
+kernels fork from a warm process (grader.warm_kernel) unless asked for fresh ones. The scores
+come from nbgrader's gradebook and the failure messages from the autograded notebook's errors.
 """
 
 import os
 import re
 import shutil
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -90,12 +91,14 @@ def _message(cell):
 class GradingCourse:
     """An nbgrader course in `folder` whose source is the repository's solutions."""
 
-    def __init__(self, folder=None, timeout=120, warm=True):
+    def __init__(self, folder=None, timeout=120, warm=None):
         self._temporary = None if folder else tempfile.TemporaryDirectory()
         self.folder = Path(folder or self._temporary.name)
         self.folder.mkdir(parents=True, exist_ok=True)
         os.environ["COURSE_ROOT"] = str(ROOT)  # the kernels' set-up cell finds the course here
         self.db = self.folder / "gradebook.db"
+        if warm is None:  # forking a process that holds torch is safe on Linux, not on macOS/Windows
+            warm = sys.platform.startswith("linux")
         self.kernels = WarmKernels(self.folder) if warm else None  # starts importing meanwhile
         self.api = release._nbgrader_api(self.folder, self.folder / "release", self.db, source=SOLUTIONS,
                                          timeout=timeout, kernel=self.kernels and WARM_KERNEL)

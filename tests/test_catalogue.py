@@ -6,7 +6,8 @@ A section's solution notebook is executed once, in this process, in the notebook
 each entry is put in place of the answer cell, the task's check cell runs, and the solution's own
 answer cell is put back. Running only the check instead of the whole notebook keeps a catalogue
 of dozens of entries within seconds. One test class per section lets pytest-xdist (--dist
-loadscope) spread the sections over the cores.
+loadscope) spread the sections over the cores. tests/test_catalogue_nbgrader.py grades the same
+entries again through nbgrader, as a student's submission is graded.
 """
 
 import contextlib
