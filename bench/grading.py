@@ -12,10 +12,11 @@ plain nbgrader does not do: feedback pages, grades.csv and the class report.
 
 Then, where the time of one graded notebook goes, for each section's solution graded alone with
 fresh and with warm kernels: starting the kernel (interpreter, ipykernel; measured apart), the
-set-up and import cells, the notebook's other cells, nbgrader's and the grader's own work, and
+set-up and import cells, the notebook's other cells, the rest (nbgrader's and the grader's own
+work, and whatever the kernel start costs inside nbgrader beyond what was measured apart), and
 the feedback page.
 
-    python bench/grading.py [--write]                      # the whole class (about 25 minutes)
+    python bench/grading.py [--write]                      # the whole class (about 30 minutes)
     python bench/grading.py --students ada,dot --sections 02-positions --skip-breakdown
 """
 
@@ -32,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.tables import BENCHMARKS, table, write_section  # noqa: E402
+from bench.tables import BENCHMARKS, OtherLoad, table, write_section  # noqa: E402
 from grader.autograde import autograde  # noqa: E402
 from grader.course import SECTIONS, SOLUTIONS  # noqa: E402
 from grader.sample_class import CLASS  # noqa: E402
@@ -55,7 +56,8 @@ def pick_class(folder, students=None, sections=None):
 
 
 def plain_nbgrader(submissions, work, timeout):
-    """Seconds for plain `nbgrader autograde`, section after section, on the same notebooks."""
+    """Seconds for plain `nbgrader autograde`, section after section, on the same notebooks, and
+    the cores kept busy meanwhile."""
     course = work / "plain"
     config = [f"--CourseDirectory.root={course}", f"--CourseDirectory.source_directory={SOLUTIONS}",
               f"--CourseDirectory.db_url=sqlite:///{course / 'gradebook.db'}",
@@ -71,19 +73,19 @@ def plain_nbgrader(submissions, work, timeout):
     for section in sections:
         subprocess.run([*nbgrader, "generate_assignment", section, "--force", *config],
                        env=env, check=True, capture_output=True)
-    start = time.perf_counter()
+    start, load = time.perf_counter(), OtherLoad().start()
     for section in sections:
         # Exit code 1 is expected: the class holds notebooks nbgrader cannot grade.
         subprocess.run([*nbgrader, "autograde", section, "--force", *config], env=env,
                        capture_output=True)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, None, load.cores(everyone=True)
 
 
 def ours(submissions, work, name, timeout, **options):
-    """Seconds for `grader autograde` and the seconds each notebook took."""
-    start = time.perf_counter()
+    """Seconds for `grader autograde`, the seconds each notebook took, and the cores kept busy."""
+    start, load = time.perf_counter(), OtherLoad().start()
     results = autograde([submissions], work / name, timeout=timeout, echo=lambda line: None, **options)
-    return time.perf_counter() - start, [r["seconds"] for r in results.values()]
+    return time.perf_counter() - start, [r["seconds"] for r in results.values()], load.cores(everyone=True)
 
 
 # --- where the time of one notebook goes ------------------------------------------------------
@@ -143,7 +145,7 @@ def breakdown(warm, timeout, sections=SECTIONS):
         course.close()
         rows.append({"section": section, "kernel start": start_kernel, "set-up and imports": imports,
                      "other cells": cells,
-                     "nbgrader and grader": graded - started - start_kernel - imports - cells,
+                     "the rest (nbgrader, grader)": graded - started - start_kernel - imports - cells,
                      "feedback": finished - graded, "total": finished - started,
                      "score": f"{result['score']:g}/{result['max_score']:g}"})
     return rows
@@ -172,7 +174,7 @@ def main(argv=None):
         submissions = work / "class"
         count = pick_class(submissions, students, sections)
         print(f"{count} notebooks; timeout {args.timeout} s per cell")
-        runs = {"plain nbgrader, sequential": (plain_nbgrader(submissions, work, args.timeout), None)}
+        runs = {"plain nbgrader, sequential": plain_nbgrader(submissions, work, args.timeout)}
         print(f"plain nbgrader: {runs['plain nbgrader, sequential'][0]:.0f} s")
         for name, options in (("grader, 1 worker, fresh kernels", {"workers": 1, "warm": False}),
                               ("grader, 1 worker", {"workers": 1}),
@@ -183,8 +185,9 @@ def main(argv=None):
     plain = runs["plain nbgrader, sequential"][0]
     one = runs["grader, 1 worker"][0]
     rows = []
-    for name, (seconds, per_notebook) in runs.items():
+    for name, (seconds, per_notebook, cores) in runs.items():
         rows.append({"configuration": name, "class seconds": f"{seconds:.0f}",
+                     "cores busy": "" if cores is None else f"{cores:.2f}",
                      "seconds per notebook": f"{seconds / count:.1f}",
                      "median notebook (one worker's view)": f"{statistics.median(per_notebook):.1f}"
                      if per_notebook else "",
@@ -193,7 +196,10 @@ def main(argv=None):
             table(rows, list(rows[0])), "",
             "Seconds per notebook is the class time divided by the notebooks (what an instructor waits); "
             "the median is the time one worker spent on a notebook, feedback page included. Notebooks "
-            "that loop forever cost the timeout in every configuration."]
+            "that loop forever cost the timeout in every configuration. Cores busy is the average "
+            "number of cores the whole machine kept busy during the run (/proc/stat); above 1 for "
+            "a single worker means part of its work (the kernel's and nbgrader's message threads, "
+            "the main process) ran on the second core, which a second worker then needs."]
     if not args.skip_breakdown:
         for warm in (False, True):
             detail = breakdown(warm, args.timeout, [s for s in SECTIONS if not sections or s in sections])
@@ -202,12 +208,12 @@ def main(argv=None):
                      table(_fmt(detail), list(detail[0])), ""]
             mean = statistics.mean(r["total"] for r in detail)
             body.append(f"Mean seconds per graded notebook, {kind}: {mean:.1f}.")
-            runs[f"breakdown {kind}"] = (mean, None)
+            runs[f"breakdown {kind}"] = (mean, None, None)
     text = "\n".join(body)
     print(text)
     if args.write:
         write_section(__file__, text, path=args.benchmarks)
-    return {name: seconds for name, (seconds, _) in runs.items()}
+    return {name: seconds for name, (seconds, _, _) in runs.items()}
 
 
 if __name__ == "__main__":

@@ -83,12 +83,15 @@ class OtherLoad:
         self.first = self._sample()
         return self
 
-    def cores(self):
+    def cores(self, everyone=False):
+        """Cores kept busy on average by other processes (or, everyone=True, by all, this one
+        and its children included)."""
         last = self._sample()
         if self.first is None or last is None or last[2] <= self.first[2]:
             return None
         (busy0, own0, wall0), (busy1, own1, wall1) = self.first, last
-        return max(0.0, (busy1 - busy0) - (own1 - own0)) / (wall1 - wall0)
+        own = 0.0 if everyone else own1 - own0
+        return max(0.0, (busy1 - busy0) - own) / (wall1 - wall0)
 
 
 def describe_load(cores):
