@@ -111,6 +111,12 @@ def sample_class(args):
     return 0
 
 
+def _fresh_kernels_option(parser):
+    parser.add_argument("--fresh-kernels", action="store_true",
+                        help="start every kernel from scratch, as plain nbgrader does (slower; by "
+                        "default, on Linux, kernels fork from a process that has imported the libraries)")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -129,9 +135,7 @@ def main(argv=None):
     grader_.add_argument("--memory-mb", type=int, default=4096, help="memory per grader (default 4096)")
     grader_.add_argument("--pattern", default=r"^(?P<student>[^_.]+)",
                          help="regex with a group (?P<student>...) for the id in a file name")
-    grader_.add_argument("--fresh-kernels", action="store_true",
-                         help="start every kernel from scratch, as plain nbgrader does (slower; "
-                         "by default, on Linux, kernels fork from a process that has imported the libraries)")
+    _fresh_kernels_option(grader_)
     grader_.set_defaults(run=autograde)
     runner = verbs.add_parser("execute", help=execute.__doc__)
     runner.add_argument("notebooks", nargs="+", help="paths of .ipynb files")
@@ -145,9 +149,7 @@ def main(argv=None):
     checker.add_argument("notebook", help="a section notebook (.ipynb)")
     checker.add_argument("--json", action="store_true", help="print one JSON object")
     checker.add_argument("--timeout", type=int, default=120, help="seconds per cell (default 120)")
-    checker.add_argument("--fresh-kernels", action="store_true",
-                         help="start every kernel from scratch, as plain nbgrader does (slower; "
-                         "by default, on Linux, kernels fork from a process that has imported the libraries)")
+    _fresh_kernels_option(checker)
     checker.set_defaults(run=check)
     args = parser.parse_args(argv)
     return args.run(args)
