@@ -13,7 +13,9 @@ NOTEBOOKS := $(wildcard solutions/*/*.ipynb)
 # Section 7 and the tests read Banking77 from this folder when it exists (CI has a copy beside
 # the project); without it, ticketnet.load_banking77() downloads the pinned files.
 BANKING77_DIR ?= $(wildcard $(abspath ../shared/data/banking77))
+ifneq ($(BANKING77_DIR),)  # an empty value would name no folder instead of asking for the download
 export BANKING77_DIR
+endif
 
 .PHONY: demo test lock clean
 
