@@ -435,7 +435,8 @@ def _download_banking77(folder):
         except OSError as error:
             raise DataError(f"could not download Banking77's {name} from {url} ({error}). Without "
                             "internet (on Kaggle: Settings > Internet on), download train.csv and "
-                            "test.csv by hand and call load_banking77(root='that folder')") from None
+                            "test.csv by hand and call load_banking77(root='that folder'), or set "
+                            "BANKING77_DIR to that folder for the notebooks") from None
         partial = target.with_suffix(".part")
         partial.write_bytes(data)
         partial.replace(target)
@@ -444,11 +445,12 @@ def _download_banking77(folder):
 def load_banking77(root=None):
     """Banking77's training and test queries as rows {"text", "category"}, and the 77 intents.
 
-    `root`: a folder with train.csv and test.csv. Without it the files are downloaded once from
-    the data set's repository at a pinned commit into ~/.cache/ticketnet (or $TICKETNET_CACHE).
-    Either way each file must match its SHA-256, or a DataError says which one differs.
+    `root`: a folder with train.csv and test.csv. Without it (None or "", as an unset variable
+    gives) the files are downloaded once from the data set's repository at a pinned commit into
+    ~/.cache/ticketnet (or $TICKETNET_CACHE). Either way each file must match its SHA-256, or a
+    DataError says which one differs.
     """
-    if root is None:
+    if not root:
         folder = Path(os.environ.get("TICKETNET_CACHE", Path.home() / ".cache" / "ticketnet")) / "banking77"
         _download_banking77(folder)
     else:

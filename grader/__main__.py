@@ -132,7 +132,7 @@ def main(argv=None):
     grader_.add_argument("--out", required=True, help="folder for grades.csv, feedback/ and report.html")
     grader_.add_argument("--workers", type=int, default=None, help="parallel graders (default: all cores)")
     grader_.add_argument("--timeout", type=int, default=60, help="seconds a cell may run (default 60)")
-    grader_.add_argument("--memory-mb", type=int, default=4096, help="memory per grader (default 4096)")
+    grader_.add_argument("--memory-mb", type=int, default=4096, help="memory a kernel may use, in MB (default 4096)")
     grader_.add_argument("--pattern", default=r"^(?P<student>[^_.]+)",
                          help="regex with a group (?P<student>...) for the id in a file name")
     _fresh_kernels_option(grader_)

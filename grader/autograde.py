@@ -2,7 +2,8 @@
 grade table, per-student feedback and a class report.
 
 Each worker process owns a GradingCourse (its own nbgrader course folder and gradebook), so the
-workers never share a database. Results are saved after every submission in results.json, keyed
+workers never share a database. The main process starts the warm-kernel server they all fork
+their kernels from, and registers the sections once, in a course the workers' courses copy. Results are saved after every submission in results.json, keyed
 by student and section with the submission's SHA-256: a re-run grades only what is new or changed,
 and an interrupted run loses nothing already graded.
 """
@@ -17,6 +18,7 @@ import tempfile
 import time
 import zipfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,14 +88,16 @@ def solutions_version():
 _course = None
 
 
-def _start_worker(timeout, memory_mb, warm):
+def _start_worker(template, kernels, timeout, memory_mb):
     global _course
-    if memory_mb:
+    from grader.grading import GradingCourse
+    from grader.warm_kernel import WarmKernels
+    _course = GradingCourse(timeout=timeout, template=template,
+                            warm=WarmKernels.attach(kernels) if kernels else False)
+    if memory_mb and not kernels:  # a fresh kernel inherits this process's limit
         import resource
         limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))  # the kernel inherits it
-    from grader.grading import GradingCourse
-    _course = GradingCourse(timeout=timeout, warm=warm)
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
 def _grade(student, path):
@@ -144,8 +148,12 @@ def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEF
     echo(f"{len(submissions)} submissions, {len(submissions) - len(todo)} already graded, "
          f"{len(todo)} to grade")
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
+    todo.sort(key=lambda item: _expected_length(item[1].path), reverse=True)
     if todo:
-        with ProcessPoolExecutor(workers, initializer=_start_worker, initargs=(timeout, memory_mb, warm)) as pool:
+        with tempfile.TemporaryDirectory() as folder, \
+                _template_course(Path(folder), timeout, warm, memory_mb) as (template, kernels), \
+                ProcessPoolExecutor(workers, initializer=_start_worker,
+                                    initargs=(template, kernels, timeout, memory_mb)) as pool:
             jobs = {pool.submit(_grade, s.student, str(s.path)): (key, digest) for key, s, digest in todo}
             with tqdm(total=len(jobs), unit="notebook", desc="grading") as bar:
                 for job in as_completed(jobs):
@@ -161,6 +169,34 @@ def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEF
     from grader.report import write_report
     write_report(out, results)
     return results
+
+
+@contextmanager
+def _template_course(folder, timeout, warm, memory_mb):
+    """(the folder of the course every worker's course copies, with all sections registered;
+    the folder of the warm-kernel server, running, or None for fresh kernels)."""
+    from grader.warm_kernel import WarmKernels, use_warm_kernels
+    # The server first: its imports take longest, and nbgrader's set-up runs meanwhile.
+    kernels = WarmKernels(folder / "warm", memory_mb) if use_warm_kernels(warm) else None
+    try:
+        from grader import release
+        from grader.grading import GradingCourse
+        course = GradingCourse(folder / "course", timeout=timeout, warm=kernels or False)
+        for section in release.sections_with_solutions():
+            course.register(section)
+        if kernels:
+            kernels.wait()
+        yield course.folder, kernels and kernels.folder
+    finally:
+        if kernels:
+            kernels.close()
+
+
+def _expected_length(path):
+    """A guess for ordering only: later sections train a model and take longest. Grading the long
+    ones first keeps a worker from starting one alone at the end while the others wait."""
+    hints = [i for i, section in enumerate(SECTIONS) if section in Path(path).name]
+    return max(hints, default=-1)
 
 
 def _save(store, results):

@@ -5,12 +5,15 @@ of a section notebook can be autograded there (the gradebook learns a section on
 submission), with the check cells (hidden tests included) restored from the source. On Linux its
 kernels fork from a warm process (grader.warm_kernel) unless asked for fresh ones. The scores
 come from nbgrader's gradebook and the failure messages from the autograded notebook's errors.
+
+A course can start as a copy of another one's folder (`template`) and knows the sections
+registered there; with the warm kernels of another process, that is how autograde's workers start.
 """
 
+import functools
 import os
 import re
 import shutil
-import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -19,7 +22,7 @@ import nbformat
 
 from grader import release
 from grader.repair import repair
-from grader.warm_kernel import NAME as WARM_KERNEL, WarmKernels
+from grader.warm_kernel import NAME as WARM_KERNEL, WarmKernels, use_warm_kernels
 from grader.course import ROOT, SOLUTIONS, solution_notebook
 
 # nbgrader's gradebook trips SQLAlchemy warnings that say nothing to a student or instructor.
@@ -43,12 +46,17 @@ def _fingerprint(notebook):
     return marks | {("text", c.source) for c in notebook.cells if len(c.source) > 80}
 
 
+@functools.cache
+def _solution_fingerprint(section):
+    return _fingerprint(nbformat.read(solution_notebook(section), as_version=4))
+
+
 def identify(notebook):
     """The section a notebook belongs to: the one whose solution it shares most with."""
     mine = _fingerprint(notebook)
     best, overlap = None, 0
     for section in release.sections_with_solutions():
-        shared = len(mine & _fingerprint(nbformat.read(solution_notebook(section), as_version=4)))
+        shared = len(mine & _solution_fingerprint(section))
         if shared > overlap:
             best, overlap = section, shared
     if best is None:
@@ -89,23 +97,34 @@ def _message(cell):
 
 
 class GradingCourse:
-    """An nbgrader course in `folder` whose source is the repository's solutions."""
+    """An nbgrader course in `folder` whose source is the repository's solutions.
 
-    def __init__(self, folder=None, timeout=120, warm=None):
+    `warm`: fork kernels from a warm process of its own (the default on Linux; a kernel may then
+    use `memory_mb` of memory at most), start them fresh (False), or use a running WarmKernels
+    (closed by whoever started it). `template`: a course folder to copy registered sections from.
+    """
+
+    def __init__(self, folder=None, timeout=120, warm=None, memory_mb=None, template=None):
         self._temporary = None if folder else tempfile.TemporaryDirectory()
         self.folder = Path(folder or self._temporary.name)
         self.folder.mkdir(parents=True, exist_ok=True)
         os.environ["COURSE_ROOT"] = str(ROOT)  # the kernels' set-up cell finds the course here
         self.db = self.folder / "gradebook.db"
-        if warm is None:  # forking a process that holds torch is safe on Linux, not on macOS/Windows
-            warm = sys.platform.startswith("linux")
-        self.kernels = WarmKernels(self.folder) if warm else None  # starts importing meanwhile
+        self.registered = set()
+        if template:
+            shutil.copytree(Path(template) / "release", self.folder / "release", dirs_exist_ok=True)
+            shutil.copy(Path(template) / "gradebook.db", self.db)
+            self.registered = {p.name for p in (self.folder / "release").iterdir()}
+        self._own_kernels = not isinstance(warm, WarmKernels) and use_warm_kernels(warm)
+        if self._own_kernels:
+            self.kernels = WarmKernels(self.folder, memory_mb)  # importing while nbgrader sets up
+        else:
+            self.kernels = warm or None
         self.api = release._nbgrader_api(self.folder, self.folder / "release", self.db, source=SOLUTIONS,
                                          timeout=timeout, kernel=self.kernels and WARM_KERNEL)
-        self.registered = set()
 
     def register(self, section):
-        """Make nbgrader's gradebook know the section (once, on its first submission)."""
+        """Make nbgrader's gradebook know the section (once, before its first submission)."""
         if section not in self.registered:
             result = self.api.generate_assignment(section, force=True, create=True)
             if not result["success"]:
@@ -146,7 +165,7 @@ class GradingCourse:
                 "written_max_score": float(written), "tasks": tasks}
 
     def close(self):
-        if self.kernels:
+        if self._own_kernels:
             self.kernels.close()
 
     def feedback_html(self, section, student="self"):

@@ -18,7 +18,7 @@ Each fork is a new process with the libraries imported but nothing of any earlie
 The libraries must not have run any computation before the fork (threads do not survive it), so
 the server only imports. Course code (ticketnet, grader) is not preloaded: the notebook reads it.
 
-    python -m grader.warm_kernel serve SOCKET                   # the server
+    python -m grader.warm_kernel serve SOCKET [MEMORY_MB]       # the server
     python grader/warm_kernel.py kernel SOCKET -f CONNECTION    # what the kernel spec runs
 """
 
@@ -35,18 +35,22 @@ from pathlib import Path
 
 NAME = "course-warm"  # the kernel spec's name
 # torch._dynamo: the first optimizer a notebook creates imports it, about 2 s of some 800 modules.
+# ipykernel.debugger: the kernel imports it while starting, and debugpy's import then scans every
+# loaded module (torch's thousands): 0.5 s per kernel if it were left to the fork.
 PRELOAD = ["numpy", "torch", "torch.nn", "torch.nn.functional", "torch.optim", "torch._dynamo",
            "pandas", "matplotlib.pyplot", "sklearn.feature_extraction.text", "sklearn.linear_model",
-           "sklearn.pipeline", "tqdm.auto", "ipykernel.kernelapp"]
+           "sklearn.pipeline", "tqdm.auto", "ipykernel.kernelapp", "ipykernel.ipkernel",
+           "ipykernel.debugger"]
 INLINE = "module://matplotlib_inline.backend_inline"  # what ipykernel would choose itself
 
 
 # --- the server ------------------------------------------------------------------------------
 
-def serve(path):
+def serve(path, memory_mb=None):
     """Import the libraries, then fork a kernel for each proxy that connects, until the process
-    that started the server goes away."""
+    that started the server goes away. Each kernel may use `memory_mb` of memory at most."""
     os.environ.setdefault("MPLBACKEND", INLINE)  # matplotlib reads it once, on import
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # debugpy's import-time warning
     import importlib
     for module in PRELOAD:
         importlib.import_module(module)
@@ -60,7 +64,7 @@ def serve(path):
         for sock in readable:
             if sock is listener:
                 connection, _ = listener.accept()
-                pid = _fork_kernel(connection, listener)
+                pid = _fork_kernel(connection, listener, memory_mb)
                 kernels[pid] = connection
             else:  # the proxy is gone (killed on a timeout): its kernel goes too
                 pid = next(p for p, c in kernels.items() if c is sock)
@@ -87,7 +91,7 @@ def _kill(pid):
         pass
 
 
-def _fork_kernel(connection, listener):
+def _fork_kernel(connection, listener, memory_mb):
     message, fds, _, _ = socket.recv_fds(connection, 1 << 20, 3)
     request = json.loads(message)
     sys.stdout.flush()
@@ -101,6 +105,10 @@ def _fork_kernel(connection, listener):
     try:  # the child: become the kernel the proxy stands for
         listener.close()
         connection.close()
+        if memory_mb:  # too big an allocation then fails with a MemoryError in the notebook
+            import resource
+            limit = memory_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -164,14 +172,21 @@ def proxy(path, argv):
 
 # --- the grading side ------------------------------------------------------------------------
 
+def use_warm_kernels(warm=None):
+    """Whether to grade with warm kernels: as asked, and by default where forking a process that
+    holds torch is safe (Linux; not macOS or Windows)."""
+    return sys.platform.startswith("linux") if warm is None else bool(warm)
+
+
 class WarmKernels:
     """A running server and a kernel spec named NAME that uses it, both in `folder`.
 
     Put `folder / "share"` first on JUPYTER_PATH (done here) and ask nbgrader for kernel NAME.
+    Other processes use the same server through `WarmKernels.attach(folder)`.
     """
 
-    def __init__(self, folder):
-        folder = Path(folder)
+    def __init__(self, folder, memory_mb=None):
+        self.folder = folder = Path(folder)
         self.socket = folder / "warm.sock"
         spec = folder / "share" / "kernels" / NAME
         spec.mkdir(parents=True, exist_ok=True)
@@ -181,18 +196,27 @@ class WarmKernels:
                 "-f", "{connection_file}"]
         (spec / "kernel.json").write_text(json.dumps(
             {"argv": argv, "display_name": "Python 3 (warm, for grading)", "language": "python"}))
-        paths = [str(folder / "share"), *filter(None, os.environ.get("JUPYTER_PATH", "").split(os.pathsep))]
-        os.environ["JUPYTER_PATH"] = os.pathsep.join(paths)
+        _put_first_on_jupyter_path(folder / "share")
         root = Path(__file__).resolve().parents[1]
         self.server = subprocess.Popen([sys.executable, "-m", "grader.warm_kernel", "serve",
-                                        str(self.socket)], cwd=root)
+                                        str(self.socket), *([str(memory_mb)] if memory_mb else [])], cwd=root)
         weakref.finalize(self, _stop, self.server)  # also when the program ends without close()
+
+    @classmethod
+    def attach(cls, folder):
+        """The kernels of a server that another process started in `folder`, waited for, and
+        closes: this process only uses them."""
+        kernels = cls.__new__(cls)
+        kernels.folder = Path(folder)
+        kernels.socket, kernels.server = kernels.folder / "warm.sock", None
+        _put_first_on_jupyter_path(Path(folder) / "share")
+        return kernels
 
     def wait(self, timeout=120):
         """Return once the server has imported everything and listens."""
         deadline = time.monotonic() + timeout
         while not self.socket.exists():
-            if self.server.poll() is not None or time.monotonic() > deadline:
+            if self.server is None or self.server.poll() is not None or time.monotonic() > deadline:
                 self.close()
                 raise RuntimeError("the warm-kernel server did not start; grade with --fresh-kernels")
             time.sleep(0.05)
@@ -201,16 +225,21 @@ class WarmKernels:
         _stop(self.server)
 
 
+def _put_first_on_jupyter_path(share):
+    paths = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p and p != str(share)]
+    os.environ["JUPYTER_PATH"] = os.pathsep.join([str(share), *paths])
+
+
 def _stop(server):
-    if server.poll() is None:
+    if server is not None and server.poll() is None:
         server.terminate()
         server.wait()
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) >= 2 and argv[0] == "serve":
-        serve(argv[1])
+    if len(argv) in (2, 3) and argv[0] == "serve":
+        serve(argv[1], *map(int, argv[2:]))
     elif len(argv) >= 2 and argv[0] == "kernel":
         proxy(argv[1], argv[2:])
     else:

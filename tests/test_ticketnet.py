@@ -268,10 +268,11 @@ def test_banking77_loads_the_shared_copy(banking77_dir):
     assert any("\n" in row["text"] for row in data.train + data.test)  # quoted newlines survive
 
 
-def test_banking77_downloads_at_the_pinned_address_and_verifies(banking77_dir, tmp_path, monkeypatch):
+@pytest.mark.parametrize("root", [None, ""], ids=["no root", "an empty variable"])
+def test_banking77_downloads_at_the_pinned_address_and_verifies(banking77_dir, tmp_path, monkeypatch, root):
     monkeypatch.setattr(tn, "BANKING77_URL", banking77_dir.as_uri() + "/{name}")
     monkeypatch.setenv("TICKETNET_CACHE", str(tmp_path))
-    data = tn.load_banking77()
+    data = tn.load_banking77(root)
     assert len(data.train) == 10_003
     assert (tmp_path / "banking77" / "test.csv").is_file()
 
@@ -279,7 +280,7 @@ def test_banking77_downloads_at_the_pinned_address_and_verifies(banking77_dir, t
 def test_banking77_download_failure_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setattr(tn, "BANKING77_URL", (tmp_path / "nowhere").as_uri() + "/{name}")
     monkeypatch.setenv("TICKETNET_CACHE", str(tmp_path))
-    with pytest.raises(tn.DataError, match="could not download.*root="):
+    with pytest.raises(tn.DataError, match="could not download.*root=.*BANKING77_DIR"):
         tn.load_banking77()
 
 

@@ -114,3 +114,23 @@ def test_fresh_and_warm_kernels_grade_a_notebook_alike(tmp_path):
     fresh, warm_ = ({k: v for k, v in r.items() if k != "notebook"} for r in results)
     assert fresh == warm_
     assert fresh["score"] < fresh["max_score"] and all(t["message"] for t in fresh["tasks"] if not t["score"])
+
+
+def test_a_shared_server_limits_each_kernels_memory_and_outlives_its_users(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))  # restored afterwards
+    owner = WarmKernels(tmp_path / "server", memory_mb=1536)
+    try:
+        owner.wait()
+        user = WarmKernels.attach(tmp_path / "server")  # as an autograde worker does
+        user.wait()
+        manager, client = start_new_kernel(kernel_name=NAME, cwd=str(tmp_path))
+        try:
+            assert _run(client, "import numpy; numpy.ones(2**20).nbytes") == ("ok", str(2**23))
+            assert _run(client, "numpy.ones(2**28)") == ("error", "MemoryError")  # 2 GiB
+        finally:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+        user.close()
+        assert owner.server.poll() is None, "a user's close() stopped the owner's server"
+    finally:
+        owner.close()
