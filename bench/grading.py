@@ -16,6 +16,10 @@ set-up and import cells, the notebook's other cells, the rest (nbgrader's and th
 work, and whatever the kernel start costs inside nbgrader beyond what was measured apart), and
 the feedback page.
 
+Last, the costs paid once per run: a new gradebook's schema version, asked of the `alembic`
+command as nbgrader does and read in-process as the grader does (grader.release.alembic_head);
+and `python -m grader check` of one release notebook as a student types it, warm and fresh.
+
     python bench/grading.py [--write]                      # the whole class (about 30 minutes)
     python bench/grading.py --students ada,dot --sections 02-positions --skip-breakdown
 """
@@ -86,6 +90,31 @@ def ours(submissions, work, name, timeout, **options):
     start, load = time.perf_counter(), OtherLoad().start()
     results = autograde([submissions], work / name, timeout=timeout, echo=lambda line: None, **options)
     return time.perf_counter() - start, [r["seconds"] for r in results.values()], load.cores(everyone=True)
+
+
+# --- costs paid once per run -----------------------------------------------------------------
+
+def once_per_run(section):
+    """{what: seconds} for the fixed costs of a grading run."""
+    from nbgrader.dbutil import _temp_alembic_ini
+    from grader import release
+    from grader.course import release_notebook
+    seconds = {}
+    with tempfile.TemporaryDirectory() as folder, \
+            _temp_alembic_ini(f"sqlite:///{folder}/gradebook.db") as ini:
+        start = time.perf_counter()  # what nbgrader.api.get_alembic_version runs
+        subprocess.run([Path(sys.executable).parent / "alembic", "-c", ini, "heads"], check=True,
+                       capture_output=True)
+        seconds["schema version, from the alembic command (nbgrader)"] = time.perf_counter() - start
+    start = time.perf_counter()
+    release.alembic_head()
+    seconds["schema version, read in-process (grader)"] = time.perf_counter() - start
+    for name, extra in (("warm kernel", []), ("fresh kernel", ["--fresh-kernels"])):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "grader", "check", *extra, str(release_notebook(section))],
+                       cwd=ROOT, check=True, capture_output=True)
+        seconds[f"`grader check` of the {section} release, {name}"] = time.perf_counter() - start
+    return seconds
 
 
 # --- where the time of one notebook goes ------------------------------------------------------
@@ -209,6 +238,14 @@ def main(argv=None):
             mean = statistics.mean(r["total"] for r in detail)
             body.append(f"Mean seconds per graded notebook, {kind}: {mean:.1f}.")
             runs[f"breakdown {kind}"] = (mean, None, None)
+        first = next(s for s in SECTIONS if not sections or s in sections)
+        fixed = once_per_run(first)
+        body += ["", "### Paid once per run", "",
+                 table([{"what": k, "seconds": f"{v:.1f}"} for k, v in fixed.items()], ["what", "seconds"]),
+                 "", "A new gradebook needs the schema version; `grader check` makes one for every "
+                 "notebook it checks, and `grader autograde` one per run. The check times include "
+                 "starting Python, registering the section and grading the notebook."]
+        runs.update({k: (v, None, None) for k, v in fixed.items()})
     text = "\n".join(body)
     print(text)
     if args.write:

@@ -3,9 +3,11 @@ grade table, per-student feedback and a class report.
 
 Each worker process owns a GradingCourse (its own nbgrader course folder and gradebook), so the
 workers never share a database. The main process starts the warm-kernel server they all fork
-their kernels from, and registers the sections once, in a course the workers' courses copy. Results are saved after every submission in results.json, keyed
-by student and section with the submission's SHA-256: a re-run grades only what is new or changed,
-and an interrupted run loses nothing already graded.
+their kernels from, and registers the sections once, in a course the workers' courses copy.
+
+Results are saved after every submission in results.json, keyed by student and section with the
+submission's SHA-256: a re-run grades only what is new or changed, and an interrupted run loses
+nothing already graded.
 """
 
 import csv
@@ -173,8 +175,9 @@ def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEF
 
 @contextmanager
 def _template_course(folder, timeout, warm, memory_mb):
-    """(the folder of the course every worker's course copies, with all sections registered;
-    the folder of the warm-kernel server, running, or None for fresh kernels)."""
+    """Yields (course folder, server folder): a course with every section registered, which each
+    worker's course copies, and the folder of the running warm-kernel server (None for fresh
+    kernels)."""
     from grader.warm_kernel import WarmKernels, use_warm_kernels
     # The server first: its imports take longest, and nbgrader's set-up runs meanwhile.
     kernels = WarmKernels(folder / "warm", memory_mb) if use_warm_kernels(warm) else None
