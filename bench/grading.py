@@ -8,7 +8,10 @@ other in one run, by
 4. `grader autograde` with all cores.
 
 Every configuration uses the same cell timeout. The times of `grader autograde` include what
-plain nbgrader does not do: feedback pages, grades.csv and the class report.
+plain nbgrader does not do: feedback pages, grades.csv and the class report. With --rounds K,
+configurations 3 and 4 take turns K times and the table gives their medians: the speed-up from
+more workers is a ratio of two runs, and on a shared machine one pair of runs can be off by more
+than the difference being measured.
 
 Then, where the time of one graded notebook goes, for each section's solution graded alone with
 fresh and with warm kernels: starting the kernel (interpreter, ipykernel; measured apart), the
@@ -20,7 +23,7 @@ Last, the costs paid once per run: a new gradebook's schema version, asked of th
 command as nbgrader does and read in-process as the grader does (grader.release.alembic_head);
 and `python -m grader check` of one release notebook as a student types it, warm and fresh.
 
-    python bench/grading.py [--write]                      # the whole class (about 30 minutes)
+    python bench/grading.py [--rounds 3] [--write]         # the whole class (30 minutes a round)
     python bench/grading.py --students ada,dot --sections 02-positions --skip-breakdown
 """
 
@@ -191,6 +194,8 @@ def main(argv=None):
     parser.add_argument("--timeout", type=int, default=30, help="seconds a cell may run (default 30, "
                         "as `make demo`)")
     parser.add_argument("--workers", type=int, default=os.cpu_count(), help="'all cores' (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=1, help="times 1 worker and all cores take turns "
+                        "(default 1)")
     parser.add_argument("--skip-breakdown", action="store_true", help="only time the class")
     parser.add_argument("--write", action="store_true", help="write the tables into BENCHMARKS.md")
     parser.add_argument("--benchmarks", type=Path, default=BENCHMARKS, help="file --write updates")
@@ -205,24 +210,36 @@ def main(argv=None):
         print(f"{count} notebooks; timeout {args.timeout} s per cell")
         runs = {"plain nbgrader, sequential": plain_nbgrader(submissions, work, args.timeout)}
         print(f"plain nbgrader: {runs['plain nbgrader, sequential'][0]:.0f} s")
-        for name, options in (("grader, 1 worker, fresh kernels", {"workers": 1, "warm": False}),
-                              ("grader, 1 worker", {"workers": 1}),
-                              (f"grader, {args.workers} workers", {"workers": args.workers})):
-            runs[name] = ours(submissions, work, name.replace(" ", "_").replace(",", ""), args.timeout, **options)
-            print(f"{name}: {runs[name][0]:.0f} s")
+        one, many = "grader, 1 worker", f"grader, {args.workers} workers"
+        plan = [("grader, 1 worker, fresh kernels", {"workers": 1, "warm": False})]
+        plan += [(one, {"workers": 1}), (many, {"workers": args.workers})] * args.rounds
+        rounds = {}
+        for turn, (name, options) in enumerate(plan):
+            folder_name = f"{turn}_" + name.replace(" ", "_").replace(",", "")
+            rounds.setdefault(name, []).append(ours(submissions, work, folder_name, args.timeout, **options))
+            print(f"{name}: {rounds[name][-1][0]:.0f} s")
+    speedups = [a[0] / b[0] for a, b in zip(rounds[one], rounds[many])]
+    for name, measured in rounds.items():  # each column's median over the rounds
+        runs[name] = (statistics.median(m[0] for m in measured), [s for m in measured for s in m[1]],
+                      statistics.median(m[2] for m in measured))
 
     plain = runs["plain nbgrader, sequential"][0]
-    one = runs["grader, 1 worker"][0]
     rows = []
     for name, (seconds, per_notebook, cores) in runs.items():
+        against_one = statistics.median(speedups) if name == many else runs[one][0] / seconds
         rows.append({"configuration": name, "class seconds": f"{seconds:.0f}",
                      "cores busy": "" if cores is None else f"{cores:.2f}",
                      "seconds per notebook": f"{seconds / count:.1f}",
                      "median notebook (one worker's view)": f"{statistics.median(per_notebook):.1f}"
                      if per_notebook else "",
-                     "vs plain nbgrader": f"{plain / seconds:.2f}x", "vs 1 worker": f"{one / seconds:.2f}x"})
+                     "vs plain nbgrader": f"{plain / seconds:.2f}x", "vs 1 worker": f"{against_one:.2f}x"})
+    turns = ", ".join(f"{a[0]:.0f} s / {b[0]:.0f} s = {ratio:.2f}x"
+                      for a, b, ratio in zip(rounds[one], rounds[many], speedups))
     body = [f"### Grading the sample class ({count} notebooks, cell timeout {args.timeout} s)", "",
             table(rows, list(rows[0])), "",
+            f"{args.rounds} round(s) of 1 worker then {args.workers} workers, each round's speed-up: "
+            f"{turns}. Their rows give the median of the rounds (the speed-up: the median of the "
+            "rounds' speed-ups).", "",
             "Seconds per notebook is the class time divided by the notebooks (what an instructor waits); "
             "the median is the time one worker spent on a notebook, feedback page included. Notebooks "
             "that loop forever cost the timeout in every configuration. Cores busy is the average "

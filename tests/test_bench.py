@@ -125,7 +125,7 @@ def test_notebook_benchmark_on_one_section_in_grading_mode(tmp_path, monkeypatch
 
 def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
     path = tmp_path / "BENCHMARKS.md"
-    argv = ["--students", "ada,fay", "--sections", "02-positions", "--workers", "2",
+    argv = ["--students", "ada,fay", "--sections", "02-positions", "--workers", "2", "--rounds", "2",
             "--write", "--benchmarks", str(path)]
     seconds = _run(grading, argv, monkeypatch)
     assert {"plain nbgrader, sequential", "grader, 1 worker, fresh kernels", "grader, 1 worker",
@@ -135,6 +135,7 @@ def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
     section = _section(path, "grading.py", argv)
     assert "| plain nbgrader, sequential |" in section and "| 02-positions |" in section
     assert "| schema version, read in-process (grader) |" in section
+    assert section.count(" s / ") == 2  # each round's speed-up
     assert "7/7" in section  # the solution graded in full, fresh and warm
 
 
