@@ -22,9 +22,9 @@ BADGES_ID = "open-in-colab-kaggle"
 def alembic_head():
     """The newest revision of nbgrader's database schema, which a new gradebook is stamped with.
 
-    nbgrader asks the `alembic` command for it, in a subprocess that takes 6-12 s on the course
-    machine, and every `grader check` and every grading worker starts a new gradebook. Reading
-    the revision scripts here takes 0.2 s and gives the same answer (tests/test_grader.py).
+    nbgrader asks the `alembic` command for it, in a subprocess that takes seconds (BENCHMARKS.md,
+    "Paid once per run"), and every `grader check` starts a new gradebook. Reading the revision
+    scripts in-process takes a fraction of that and gives the same answer (tests/test_grader.py).
     """
     from alembic.config import Config
     from alembic.script import ScriptDirectory
