@@ -48,9 +48,12 @@ def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel
     config.CourseDirectory.db_url = f"sqlite:///{db}"
     config.Application.log_level = "ERROR"
     config.Execute.timeout = timeout  # seconds a cell may run before the kernel is interrupted
+    # Kernel warnings (ipykernel's about TCP without encryption, once per kernel) would reach the
+    # instructor's terminal; a student's own output goes to the notebook either way.
+    config.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
     if kernel:  # a kernel spec other than the notebook's own (grader.warm_kernel)
         config.Execute.kernel_name = kernel
-        config.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
+        config.Execute.extra_arguments += ["--HistoryManager.hist_file=:memory:"]
     return NbGraderAPI(config=config)
 
 
