@@ -93,13 +93,11 @@ _course = None
 def _start_worker(template, kernels, timeout, memory_mb):
     global _course
     from grader.grading import GradingCourse
-    from grader.warm_kernel import WarmKernels
+    from grader.warm_kernel import WarmKernels, limit_memory
     _course = GradingCourse(timeout=timeout, template=template,
                             warm=WarmKernels.attach(kernels) if kernels else False)
     if memory_mb and not kernels:  # a fresh kernel inherits this process's limit
-        import resource
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+        limit_memory(memory_mb)
 
 
 def _grade(student, path):

@@ -34,6 +34,18 @@ def alembic_head():
     return ScriptDirectory.from_config(config).get_current_head()
 
 
+def alembic_head_by_command():
+    """The same revision asked the way nbgrader asks it: the `alembic` command, in a subprocess.
+    Kept to check alembic_head against it (tests) and to time both (bench/grading.py)."""
+    import subprocess
+    from nbgrader.dbutil import _temp_alembic_ini
+    with tempfile.TemporaryDirectory() as folder, \
+            _temp_alembic_ini(f"sqlite:///{folder}/gradebook.db") as ini:
+        printed = subprocess.run([Path(sys.executable).parent / "alembic", "-c", ini, "heads"],
+                                 capture_output=True, text=True, check=True).stdout
+    return printed.split()[0]
+
+
 def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel=None):
     import nbgrader.api
     from nbgrader.apps import NbGraderAPI

@@ -84,6 +84,14 @@ def serve(path, memory_mb=None):
         _kill(pid)
 
 
+def limit_memory(memory_mb):
+    """Cap this process, and the processes it starts, at `memory_mb`: a bigger allocation then
+    fails with a MemoryError in the notebook instead of bringing the machine down."""
+    import resource
+    limit = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
 def _kill(pid):
     try:
         os.kill(pid, signal.SIGKILL)
@@ -105,10 +113,8 @@ def _fork_kernel(connection, listener, memory_mb):
     try:  # the child: become the kernel the proxy stands for
         listener.close()
         connection.close()
-        if memory_mb:  # too big an allocation then fails with a MemoryError in the notebook
-            import resource
-            limit = memory_mb * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+        if memory_mb:
+            limit_memory(memory_mb)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
