@@ -11,7 +11,8 @@ Every configuration uses the same cell timeout. The times of `grader autograde` 
 plain nbgrader does not do: feedback pages, grades.csv and the class report. With --rounds K,
 configurations 3 and 4 take turns K times and the table gives their medians: the speed-up from
 more workers is a ratio of two runs, and on a shared machine one pair of runs can be off by more
-than the difference being measured.
+than the difference being measured. Each run's CPU seconds (every process's) and its seconds outside
+notebooks (start, end, idle workers) say where a speed-up short of the worker count goes.
 
 Then, where the time of one graded notebook goes, for each section's solution graded alone with
 fresh and with warm kernels: starting the kernel (interpreter, ipykernel; measured apart), the
@@ -80,19 +81,28 @@ def plain_nbgrader(submissions, work, timeout):
     for section in sections:
         subprocess.run([*nbgrader, "generate_assignment", section, "--force", *config],
                        env=env, check=True, capture_output=True)
-    start, load = time.perf_counter(), OtherLoad().start()
+    start, load, cpu = time.perf_counter(), OtherLoad().start(), cpu_seconds()
     for section in sections:
         # Exit code 1 is expected: the class holds notebooks nbgrader cannot grade.
         subprocess.run([*nbgrader, "autograde", section, "--force", *config], env=env,
                        capture_output=True)
-    return time.perf_counter() - start, None, load.cores(everyone=True)
+    return time.perf_counter() - start, None, load.cores(everyone=True), cpu_seconds() - cpu
 
 
 def ours(submissions, work, name, timeout, **options):
-    """Seconds for `grader autograde`, the seconds each notebook took, and the cores kept busy."""
-    start, load = time.perf_counter(), OtherLoad().start()
+    """Seconds for `grader autograde`, the seconds each notebook took, the cores kept busy and
+    the CPU seconds spent."""
+    start, load, cpu = time.perf_counter(), OtherLoad().start(), cpu_seconds()
     results = autograde([submissions], work / name, timeout=timeout, echo=lambda line: None, **options)
-    return time.perf_counter() - start, [r["seconds"] for r in results.values()], load.cores(everyone=True)
+    return (time.perf_counter() - start, [r["seconds"] for r in results.values()],
+            load.cores(everyone=True), cpu_seconds() - cpu)
+
+
+def cpu_seconds():
+    """CPU time of this process and of its ended children, theirs included (each waits for its
+    own): the work a run did, however many workers shared it."""
+    own = os.times()
+    return own.user + own.system + own.children_user + own.children_system
 
 
 # --- costs paid once per run -----------------------------------------------------------------
@@ -215,16 +225,22 @@ def main(argv=None):
             rounds.setdefault(name, []).append(ours(submissions, work, folder_name, args.timeout, **options))
             print(f"{name}: {rounds[name][-1][0]:.0f} s")
     speedups = [a[0] / b[0] for a, b in zip(rounds[one], rounds[many])]
+    workers = {name: args.workers if name == many else 1 for name in rounds}
     for name, measured in rounds.items():  # each column's median over the rounds
+        summed = [sum(m[1]) for m in measured]
         runs[name] = (statistics.median(m[0] for m in measured), [s for m in measured for s in m[1]],
-                      statistics.median(m[2] for m in measured))
+                      statistics.median(m[2] for m in measured), statistics.median(m[3] for m in measured),
+                      statistics.median(summed),
+                      statistics.median(m[0] - total / workers[name] for m, total in zip(measured, summed)))
 
     plain = runs["plain nbgrader, sequential"][0]
     rows = []
-    for name, (seconds, per_notebook, cores) in runs.items():
+    for name, (seconds, per_notebook, cores, cpu, *split) in runs.items():
         against_one = statistics.median(speedups) if name == many else runs[one][0] / seconds
         rows.append({"configuration": name, "class seconds": f"{seconds:.0f}",
-                     "cores busy": "" if cores is None else f"{cores:.2f}",
+                     "cores busy": "" if cores is None else f"{cores:.2f}", "CPU seconds": f"{cpu:.0f}",
+                     "notebooks' seconds, summed": f"{split[0]:.0f}" if split else "",
+                     "outside notebooks": f"{split[1]:.1f}" if split else "",
                      "seconds per notebook": f"{seconds / count:.1f}",
                      "median notebook (one worker's view)": f"{statistics.median(per_notebook):.1f}"
                      if per_notebook else "",
@@ -239,9 +255,14 @@ def main(argv=None):
             "Seconds per notebook is the class time divided by the notebooks (what an instructor waits); "
             "the median is the time one worker spent on a notebook, feedback page included. Notebooks "
             "that loop forever cost the timeout in every configuration. Cores busy is the average "
-            "number of cores the whole machine kept busy during the run (/proc/stat); above 1 for "
-            "a single worker means part of its work (the kernel's and nbgrader's message threads, "
-            "the main process) ran on the second core, which a second worker then needs."]
+            "number of cores the whole machine kept busy during the run (/proc/stat). CPU seconds add "
+            "up the processor time of every process of the run (grader, workers, kernels, the "
+            "warm-kernel server): the work done, however many workers share it.", "",
+            "Where a speed-up of 2 workers falls short of 2: the notebooks' seconds, summed over both "
+            "workers, grow when two notebooks share the machine (each waits for a core now and then), "
+            "and what is outside notebooks (class seconds minus the summed seconds per worker: the "
+            "start, mostly the warm-kernel server's imports, the end, and a worker idle while the "
+            "other finishes its last notebook) is not shared at all."]
     if not args.skip_breakdown:
         for warm in (False, True):
             detail = breakdown(warm, args.timeout, [s for s in SECTIONS if not sections or s in sections])
@@ -250,7 +271,7 @@ def main(argv=None):
                      table(_fmt(detail), list(detail[0])), ""]
             mean = statistics.mean(r["total"] for r in detail)
             body.append(f"Mean seconds per graded notebook, {kind}: {mean:.1f}.")
-            runs[f"breakdown {kind}"] = (mean, None, None)
+            runs[f"breakdown {kind}"] = (mean,)
         first = next(s for s in SECTIONS if not sections or s in sections)
         fixed = once_per_run(first)
         body += ["", "### Paid once per run", "",
@@ -258,12 +279,12 @@ def main(argv=None):
                  "", "A new gradebook needs the schema version; `grader check` makes one for every "
                  "notebook it checks, and `grader autograde` one per run. The check times include "
                  "starting Python, registering the section and grading the notebook."]
-        runs.update({k: (v, None, None) for k, v in fixed.items()})
+        runs.update({k: (v,) for k, v in fixed.items()})
     text = "\n".join(body)
     print(text)
     if args.write:
         write_section(__file__, text, path=args.benchmarks)
-    return {name: seconds for name, (seconds, _, _) in runs.items()}
+    return {name: measured[0] for name, measured in runs.items()}
 
 
 if __name__ == "__main__":

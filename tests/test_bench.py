@@ -135,6 +135,7 @@ def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
     section = _section(path, "grading.py", argv)
     assert "| plain nbgrader, sequential |" in section and "| 02-positions |" in section
     assert "| schema version, read in-process (grader) |" in section
+    assert "| CPU seconds | notebooks' seconds, summed | outside notebooks |" in section
     assert section.count(" s / ") == 2  # each round's speed-up
     assert "7/7" in section  # the solution graded in full, fresh and warm
 
