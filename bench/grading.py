@@ -131,6 +131,7 @@ def once_per_run(section):
 def kernel_start(warm, times=3):
     """Median seconds from asking for a kernel to its first reply."""
     from jupyter_client.manager import start_new_kernel
+    from grader.release import kernel_arguments
     from grader.warm_kernel import NAME, WarmKernels
     with tempfile.TemporaryDirectory() as folder:
         kernels = WarmKernels(folder) if warm else None
@@ -139,7 +140,8 @@ def kernel_start(warm, times=3):
         seconds = []
         for _ in range(times):
             start = time.perf_counter()
-            manager, client = start_new_kernel(kernel_name=NAME if warm else "python3", startup_timeout=120)
+            manager, client = start_new_kernel(kernel_name=NAME if warm else "python3", startup_timeout=120,
+                                               extra_arguments=kernel_arguments(warm))
             seconds.append(time.perf_counter() - start)
             client.stop_channels()
             manager.shutdown_kernel(now=True)

@@ -60,13 +60,20 @@ def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel
     config.CourseDirectory.db_url = f"sqlite:///{db}"
     config.Application.log_level = "ERROR"
     config.Execute.timeout = timeout  # seconds a cell may run before the kernel is interrupted
-    # Kernel warnings (ipykernel's about TCP without encryption, once per kernel) would reach the
-    # instructor's terminal; a student's own output goes to the notebook either way.
-    config.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
+    config.Execute.extra_arguments = kernel_arguments(warm=bool(kernel))
     if kernel:  # a kernel spec other than the notebook's own (grader.warm_kernel)
         config.Execute.kernel_name = kernel
-        config.Execute.extra_arguments += ["--HistoryManager.hist_file=:memory:"]
     return NbGraderAPI(config=config)
+
+
+def kernel_arguments(warm):
+    """The options every grading kernel starts with."""
+    # Kernel warnings (ipykernel's about TCP without encryption, once per kernel) would reach the
+    # instructor's terminal; a student's own output goes to the notebook either way.
+    arguments = ["--IPKernelApp.log_level=ERROR"]
+    if warm:  # input history in memory, not in ~/.ipython's database: nothing reads it back
+        arguments.append("--HistoryManager.hist_file=:memory:")
+    return arguments
 
 
 def badges(section):
