@@ -24,7 +24,7 @@ Last, the costs paid once per run: a new gradebook's schema version, asked of th
 command as nbgrader does and read in-process as the grader does (grader.release.alembic_head);
 and `python -m grader check` of one release notebook as a student types it, warm and fresh.
 
-    python bench/grading.py [--rounds 3] [--write]         # the whole class (30 minutes a round)
+    python bench/grading.py [--rounds 5] [--write]   # the whole class: 20 minutes, and 7 more a round
     python bench/grading.py --students ada,dot --sections 02-positions --skip-breakdown
 """
 
