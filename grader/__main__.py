@@ -95,6 +95,8 @@ def check(args):
     print(f"{result['notebook']} ({result['section']})")
     for note in result["repairs"]:
         print(f"  repaired: {note}")
+    for note in result["interrupted"]:
+        print(f"  {note}")
     width = max(len(t["grade_id"]) for t in result["tasks"])
     for task in result["tasks"]:
         verdict = "passed" if not task["message"] else task["message"].splitlines()[0]

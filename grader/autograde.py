@@ -19,7 +19,7 @@ import shutil
 import tempfile
 import time
 import zipfile
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,17 +148,13 @@ def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEF
     echo(f"{len(submissions)} submissions, {len(submissions) - len(todo)} already graded, "
          f"{len(todo)} to grade")
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
-    todo.sort(key=lambda item: _expected_length(item[1].path), reverse=True)
     if todo:
         with tempfile.TemporaryDirectory() as folder, \
                 _template_course(Path(folder), timeout, warm, memory_mb) as (template, kernels), \
                 ProcessPoolExecutor(workers, initializer=_start_worker,
                                     initargs=(template, kernels, timeout, memory_mb)) as pool:
-            jobs = {pool.submit(_grade, s.student, str(s.path)): (key, digest) for key, s, digest in todo}
-            with tqdm(total=len(jobs), unit="notebook", desc="grading") as bar:
-                for job in as_completed(jobs):
-                    key, digest = jobs[job]
-                    result = job.result()
+            with tqdm(total=len(todo), unit="notebook", desc="grading") as bar:
+                for (key, _, digest), result in _longest_first(pool, todo, workers):
                     _write_feedback(out, result)
                     result.update(sha256=digest, version=version)
                     results[key] = result
@@ -193,9 +189,41 @@ def _template_course(folder, timeout, warm, memory_mb):
             kernels.close()
 
 
-def _expected_length(path):
-    """A guess for ordering only: later sections train a model and take longest. Grading the long
-    ones first keeps a worker from starting one alone at the end while the others wait."""
+def _longest_first(pool, todo, workers):
+    """Grade `todo` on `pool`, one notebook per worker at a time, always starting the one expected
+    to take longest; yields (item, result) as each finishes.
+
+    Long notebooks first keep a worker from starting one alone at the end while the others wait.
+    A section's expected length is the mean time of its notebooks graded so far in this run.
+    Sections with none graded yet come first, later ones first (sections 6 and 7 train a model):
+    one notebook of each shows how long the section takes, and the shortest section ends the run.
+    """
+    waiting, running, seconds = list(todo), {}, {}
+    while waiting or running:
+        while waiting and len(running) < workers:
+            item = _next(waiting, seconds)
+            waiting.remove(item)
+            running[pool.submit(_grade, item[1].student, str(item[1].path))] = item
+        finished, _ = wait(running, return_when=FIRST_COMPLETED)
+        for job in finished:
+            item, result = running.pop(job), job.result()
+            seconds.setdefault(_section_index(item[1].path), []).append(result["seconds"])
+            yield item, result
+
+
+def _next(waiting, seconds):
+    """The waiting item expected to take longest (the first such one, so students keep their
+    order): by the mean seconds of its section so far, after every section not yet timed."""
+    means = {section: sum(times) / len(times) for section, times in seconds.items()}
+
+    def expected(item):
+        section = _section_index(item[1].path)
+        return (0, means[section]) if section in means else (1, section)
+    return max(waiting, key=expected)
+
+
+def _section_index(path):
+    """The section index a file's name points to (ada_06-tiny-transformer.ipynb -> 5), -1 if none."""
     hints = [i for i, section in enumerate(SECTIONS) if section in Path(path).name]
     return max(hints, default=-1)
 
@@ -211,7 +239,8 @@ def _line(result):
     if result["error"]:
         return f"{where}: 0 points - {result['error'].splitlines()[0]}"
     repaired = f"; repaired: {', '.join(result['repairs'])}" if result.get("repairs") else ""
-    return f"{where}: {result['score']:g}/{result['max_score']:g} ({result['seconds']:.0f} s{repaired})"
+    stopped = "".join(f"; {note}" for note in result.get("interrupted", []))
+    return f"{where}: {result['score']:g}/{result['max_score']:g} ({result['seconds']:.0f} s{repaired}{stopped})"
 
 
 def _write_feedback(out, result):
@@ -229,7 +258,8 @@ def _write_feedback(out, result):
 
 def _write_grades(path, results):
     """A row per student, a column per task (section:grade_id) in notebook order, a total per
-    section and overall, and the problems of submissions that could not be graded."""
+    section and overall, and the problems: submissions that could not be graded, and cells
+    interrupted at the time limit."""
     graded = [r for r in results.values() if not r["error"]]
     tasks = {}  # section -> task ids in notebook order, from its most complete submission
     for result in graded:
@@ -244,8 +274,9 @@ def _write_grades(path, results):
             row[f"{result['section']}:{task['grade_id']}"] = task["score"]
         row[f"{result['section']}:total"] = result["score"]
     for result in results.values():
-        if result["error"]:
-            rows[result["student"]]["problems"].append(f"{Path(result['notebook']).name}: {result['error']}")
+        name = Path(result["notebook"]).name
+        problems = [result["error"]] if result["error"] else result.get("interrupted", [])
+        rows[result["student"]]["problems"] += [f"{name}: {problem}" for problem in problems]
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, ["student", *columns, "total", "problems"], restval=0)
         writer.writeheader()

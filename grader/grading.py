@@ -88,6 +88,15 @@ def read_notebook(path):
                           "or saved by a program that is not Jupyter)") from None
 
 
+def _stopped(notebook, timeout):
+    """A line for each cell of an autograded notebook that ran past the time limit: nbgrader
+    interrupts it and goes on, so what it should have defined fails the checks after it."""
+    return [f"a cell ran past the {timeout} s limit and was interrupted: In [{cell.execution_count}], "
+            f"`{cell.source.strip().splitlines()[0][:60]}`"
+            for cell in notebook.cells if cell.cell_type == "code" and cell.source.strip()
+            and any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in cell.get("outputs", []))]
+
+
 def _message(cell):
     """The failure text of an autograded check cell, or "" when it passed."""
     for output in cell.get("outputs", []):
@@ -110,6 +119,7 @@ class GradingCourse:
         self.folder.mkdir(parents=True, exist_ok=True)
         os.environ["COURSE_ROOT"] = str(ROOT)  # the kernels' set-up cell finds the course here
         self.db = self.folder / "gradebook.db"
+        self.timeout = timeout
         self.registered = set()
         if template:
             shutil.copytree(Path(template) / "release", self.folder / "release", dirs_exist_ok=True)
@@ -161,6 +171,7 @@ class GradingCourse:
         order = list(messages)
         tasks.sort(key=lambda t: order.index(t["grade_id"]) if t["grade_id"] in order else len(order))
         return {"notebook": str(path), "section": section, "repairs": repairs,
+                "interrupted": _stopped(graded, self.timeout),
                 "score": sum(t["score"] for t in tasks), "max_score": sum(t["max_score"] for t in tasks),
                 "written_max_score": float(written), "tasks": tasks}
 

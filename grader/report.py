@@ -1,4 +1,5 @@
-"""The class report: how each task went, the most frequent failure messages, a score histogram."""
+"""The class report: how each task went, the most frequent failure messages, a score histogram,
+and the submissions that could not be graded or had a cell interrupted at the time limit."""
 
 from collections import Counter
 from html import escape
@@ -38,6 +39,8 @@ def write_report(out, results):
                    for (s, t), (p, n) in sorted(tasks.items(), key=lambda item: SECTIONS.index(item[0][0])))
     common = "".join(f"<tr><td>{n}</td><td>{escape(t)}</td><td><code>{escape(m)}</code></td></tr>"
                      for (t, m), n in failures.most_common(15))
+    stopped = "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(note)}</li>"
+                      for r in sorted(graded, key=lambda r: r["student"]) for note in r.get("interrupted", []))
     bad = "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(r['error'])}</li>"
                   for r in sorted(broken, key=lambda r: r["student"]))
     html = f"""<!doctype html><html><head><meta charset="utf-8"><title>Class report</title>
@@ -50,6 +53,9 @@ tr:nth-child(even){{background:#f3f3f3}}</style></head><body>
 <h2>Pass rate per task</h2><table><tr><th>section</th><th>task</th><th>full marks</th><th>rate</th></tr>{rows}</table>
 <h2>Most frequent failure messages</h2><table><tr><th>times</th><th>task</th><th>message</th></tr>{common}</table>
 <h2>Submissions that could not be graded</h2><ul>{bad or "<li>none</li>"}</ul>
+<h2>Cells interrupted at the time limit</h2><p>The checks after such a cell fail for want of what it
+should have defined; the failure messages above then name the consequence, this list the cause.</p>
+<ul>{stopped or "<li>none</li>"}</ul>
 <p>Written answers are not in these scores: grade them in nbgrader's formgrader.</p>
 </body></html>"""
     path = out / "report.html"

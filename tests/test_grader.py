@@ -114,33 +114,53 @@ def test_a_dead_kernel_is_named_in_one_line():
     assert "kernel died" in grading._reason(log)
 
 
+def test_grading_starts_untimed_sections_then_the_longest_and_keeps_students_in_order():
+    def item(student, section):
+        return (f"{student}/{section}", autograde.Submission(student, Path(f"{student}_{section}.ipynb")), "")
+    sections = ["01-heads", "05-block", "07-banking77", "nothing-known"]
+    waiting = [item(student, section) for section in sections for student in ("ada", "bob")]
+    assert autograde._next(waiting, {}) == item("ada", "07-banking77")  # nothing timed: later first
+    timed = {6: [7.0, 8.0], 4: [2.8]}  # 07 and 05 timed; 01 and the unknown file not yet
+    assert autograde._next(waiting, timed) == item("ada", "01-heads")
+    order = []
+    while waiting:
+        order.append(autograde._next(waiting, {**timed, 0: [3.5], -1: [0.1]}))
+        waiting.remove(order[-1])
+    assert [i[0] for i in order] == ["ada/07-banking77", "bob/07-banking77", "ada/01-heads", "bob/01-heads",
+                                     "ada/05-block", "bob/05-block", "ada/nothing-known", "bob/nothing-known"]
+
+
 # --- grades and report from results ----------------------------------------------------------
 
-def _result(student, section, scores, error=""):
+def _result(student, section, scores, error="", interrupted=()):
     tasks = [{"grade_id": f"test_{k}", "score": v, "max_score": 2.0, "message": "" if v else "AssertionError: no"}
              for k, v in scores.items()]
     return {"student": student, "section": section if not error else None, "notebook": f"{student}.ipynb",
-            "score": sum(scores.values()), "max_score": 2.0 * len(scores), "tasks": tasks, "error": error}
+            "score": sum(scores.values()), "max_score": 2.0 * len(scores), "tasks": tasks, "error": error,
+            "interrupted": list(interrupted)}
 
 
 def test_grades_csv_has_a_row_per_student_a_column_per_task_and_zeros_for_failures(tmp_path):
     results = {"a": _result("ada", "01-heads", {"f": 2.0, "g": 0.0}),
                "b": _result("ben", "01-heads", {}, error="the file is empty"),
-               "c": _result("ada", "02-positions", {"h": 2.0})}
+               "c": _result("ada", "02-positions", {"h": 2.0}, interrupted=["a cell ran past the limit"])}
     autograde._write_grades(tmp_path / "grades.csv", results)
     rows = list(csv.DictReader(open(tmp_path / "grades.csv")))
     assert list(rows[0]) == ["student", "01-heads:test_f", "01-heads:test_g", "01-heads:total",
                              "02-positions:test_h", "02-positions:total", "total", "problems"]
     assert rows[0]["total"] == "4.0" and rows[1]["01-heads:total"] == "0"
+    assert rows[0]["problems"] == "ada.ipynb: a cell ran past the limit"
     assert "the file is empty" in rows[1]["problems"]
 
 
 def test_report_counts_pass_rates_and_failure_messages(tmp_path):
     from grader.report import write_report
-    results = {"a": _result("ada", "01-heads", {"f": 2.0}), "b": _result("ben", "01-heads", {"f": 0.0}),
+    results = {"a": _result("ada", "01-heads", {"f": 2.0}),
+               "b": _result("ben", "01-heads", {"f": 0.0}, interrupted=["a cell ran past the limit"]),
                "c": _result("cyd", "01-heads", {}, error="the file is empty")}
     html = write_report(tmp_path, results).read_text()
     assert "1/2" in html and "AssertionError: no" in html and "the file is empty" in html
+    assert "ben, ben.ipynb: a cell ran past the limit" in html
     assert (tmp_path / "scores.png").stat().st_size > 1000
 
 
@@ -210,6 +230,12 @@ def test_the_class_outputs_are_written_and_a_rerun_grades_nothing_again(graded_c
     assert (out / "report.html").is_file() and (out / "scores.png").is_file()
     for result in results.values():
         assert (out / result["feedback"]).is_file()
+    gus = results["gus/01-heads.ipynb"]  # his last answer cell loops forever
+    assert len(gus["interrupted"]) == 1 and "ran past the 30 s limit" in gus["interrupted"][0], gus
+    assert "In [" in gus["interrupted"][0] and "`while True:" in gus["interrupted"][0]
+    assert gus["interrupted"][0] in autograde._line(gus)
+    assert "ran past the 30 s limit" in next(r for r in grades if r["student"] == "gus")["problems"]
+    assert "gus, 01-heads.ipynb: a cell ran past" in (out / "report.html").read_text()
     again = []
     rerun = autograde.autograde([sample_class.CLASS], out, workers=2, timeout=30, echo=again.append)
     assert "0 to grade" in again[0]
