@@ -6,13 +6,15 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from grader.release import kernel_arguments
+
 
 def execute(path, timeout=600):
     """Run every cell of the notebook at `path` in a new kernel and save it with its outputs."""
     path = Path(path)
     notebook = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+    NotebookClient(notebook, timeout=timeout, kernel_name="python3", extra_arguments=kernel_arguments(warm=False),
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     nbformat.write(notebook, path)
     return time.perf_counter() - start
