@@ -273,7 +273,7 @@ def _write_grades(path, results):
         for task in result["tasks"]:
             row[f"{result['section']}:{task['grade_id']}"] = task["score"]
         row[f"{result['section']}:total"] = result["score"]
-    for result in results.values():
+    for result in sorted(results.values(), key=lambda r: (_section_index(r["notebook"]), r["notebook"])):
         name = Path(result["notebook"]).name
         problems = [result["error"]] if result["error"] else result.get("interrupted", [])
         rows[result["student"]]["problems"] += [f"{name}: {problem}" for problem in problems]

@@ -143,7 +143,11 @@ def _result(student, section, scores, error="", interrupted=()):
 def test_grades_csv_has_a_row_per_student_a_column_per_task_and_zeros_for_failures(tmp_path):
     results = {"a": _result("ada", "01-heads", {"f": 2.0, "g": 0.0}),
                "b": _result("ben", "01-heads", {}, error="the file is empty"),
-               "c": _result("ada", "02-positions", {"h": 2.0}, interrupted=["a cell ran past the limit"])}
+               "c": _result("ada", "02-positions", {"h": 2.0}, interrupted=["a cell ran past the limit"]),
+               "d": _result("cyd", "07-banking77", {}, error="not JSON"),
+               "e": _result("cyd", "01-heads", {}, error="no such file")}
+    for key, section in (("d", "07-banking77"), ("e", "01-heads")):  # finished in this order
+        results[key]["notebook"] = f"cyd/{section}.ipynb"
     autograde._write_grades(tmp_path / "grades.csv", results)
     rows = list(csv.DictReader(open(tmp_path / "grades.csv")))
     assert list(rows[0]) == ["student", "01-heads:test_f", "01-heads:test_g", "01-heads:total",
@@ -151,6 +155,7 @@ def test_grades_csv_has_a_row_per_student_a_column_per_task_and_zeros_for_failur
     assert rows[0]["total"] == "4.0" and rows[1]["01-heads:total"] == "0"
     assert rows[0]["problems"] == "ada.ipynb: a cell ran past the limit"
     assert "the file is empty" in rows[1]["problems"]
+    assert rows[2]["problems"] == "01-heads.ipynb: no such file; 07-banking77.ipynb: not JSON"  # section order
 
 
 def test_report_counts_pass_rates_and_failure_messages(tmp_path):
