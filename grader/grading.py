@@ -88,7 +88,7 @@ def read_notebook(path):
                           "or saved by a program that is not Jupyter)") from None
 
 
-def _stopped(notebook, timeout):
+def _interrupted_cells(notebook, timeout):
     """A line for each cell of an autograded notebook that ran past the time limit: nbgrader
     interrupts it and goes on, so what it should have defined fails the checks after it."""
     return [f"a cell ran past the {timeout} s limit and was interrupted: In [{cell.execution_count}], "
@@ -171,7 +171,7 @@ class GradingCourse:
         order = list(messages)
         tasks.sort(key=lambda t: order.index(t["grade_id"]) if t["grade_id"] in order else len(order))
         return {"notebook": str(path), "section": section, "repairs": repairs,
-                "interrupted": _stopped(graded, self.timeout),
+                "interrupted": _interrupted_cells(graded, self.timeout),
                 "score": sum(t["score"] for t in tasks), "max_score": sum(t["max_score"] for t in tasks),
                 "written_max_score": float(written), "tasks": tasks}
 
