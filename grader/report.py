@@ -15,8 +15,9 @@ def write_report(out, results):
     import matplotlib.pyplot as plt
 
     out = Path(out)
-    graded = [r for r in results.values() if not r["error"]]
-    broken = [r for r in results.values() if r["error"]]
+    in_order = sorted(results.values(), key=lambda r: (r["student"], Path(r["notebook"]).name))
+    graded = [r for r in in_order if not r["error"]]
+    broken = [r for r in in_order if r["error"]]
     tasks, failures = {}, Counter()
     for result in graded:
         for task in result["tasks"]:
@@ -40,9 +41,9 @@ def write_report(out, results):
     common = "".join(f"<tr><td>{n}</td><td>{escape(t)}</td><td><code>{escape(m)}</code></td></tr>"
                      for (t, m), n in failures.most_common(15))
     stopped = "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(note)}</li>"
-                      for r in sorted(graded, key=lambda r: r["student"]) for note in r.get("interrupted", []))
+                      for r in graded for note in r.get("interrupted", []))
     bad = "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(r['error'])}</li>"
-                  for r in sorted(broken, key=lambda r: r["student"]))
+                  for r in broken)
     html = f"""<!doctype html><html><head><meta charset="utf-8"><title>Class report</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:.2em .6em;text-align:left}}
 tr:nth-child(even){{background:#f3f3f3}}</style></head><body>

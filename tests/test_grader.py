@@ -166,6 +166,10 @@ def test_report_counts_pass_rates_and_failure_messages(tmp_path):
     html = write_report(tmp_path, results).read_text()
     assert "1/2" in html and "AssertionError: no" in html and "the file is empty" in html
     assert "ben, ben.ipynb: a cell ran past the limit" in html
+    late, early = _result("dan", "07-banking77", {}, error="not JSON"), _result("dan", "01-heads", {}, error="empty")
+    late["notebook"], early["notebook"] = "dan/07-banking77.ipynb", "dan/01-heads.ipynb"
+    html = write_report(tmp_path, {"late": late, "early": early}).read_text()  # finished in this order
+    assert html.index("dan, 01-heads.ipynb") < html.index("dan, 07-banking77.ipynb")
     assert (tmp_path / "scores.png").stat().st_size > 1000
 
 
