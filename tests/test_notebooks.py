@@ -9,6 +9,9 @@ import pytest
 from grader import release, setup_cell
 from grader.course import release_notebook, solution_notebook
 
+import replay
+from replay import Tolerance
+
 SECTIONS = release.sections_with_solutions()
 
 
@@ -108,32 +111,56 @@ def test_release_opens_with_colab_and_kaggle_badges(section):
     assert f"notebooks/{section}/{section}.ipynb" in first.source
 
 
-def _printed(notebook):
-    """All the text the notebook's code cells printed or displayed."""
+def _printed(cell):
+    """All the text a code cell printed or displayed."""
     parts = []
-    for cell in notebook.cells:
-        for output in cell.get("outputs", []):
-            parts.append(output.get("text", ""))
-            data = output.get("data", {})
-            parts += [data.get("text/plain", ""), data.get("text/html", ""), data.get("text/markdown", "")]
+    for output in cell.get("outputs", []):
+        parts.append(output.get("text", ""))
+        data = output.get("data", {})
+        parts += [data.get("text/plain", ""), data.get("text/html", ""), data.get("text/markdown", "")]
     return "\n".join(parts)
 
 
-QUOTED = re.compile(r"(?<![\w.])(\d+\.\d{2,}|\d{1,3}(?:,\d{3})+)(?![\w])")
+# What the prose quotes: decimals (0.4747), counts with thousands separators (3,378), percentages
+QUOTED = re.compile(r"(?<![\w.])(\d+\.\d{2,}|\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?%)(?![\w])")
+
+
+def _value(number):
+    """A printed or quoted number as a magnitude, a percentage as a fraction (the prose may spell
+    the sign in words)."""
+    value = abs(float(number.rstrip("%").replace(",", "")))
+    return value / 100 if number.endswith("%") else value
+
+
+def _quotes(number, printed):
+    """Whether the prose `number` is one of the `printed` numbers, as printed or rounded to the
+    prose's digits: 0.81 quotes 0.8133, 63% quotes 62.9% or 0.629."""
+    digits = len(number.rstrip("%").partition(".")[2]) + (2 if number.endswith("%") else 0)
+    return any(abs(_value(shown) - _value(number)) <= 0.5 * 10 ** -digits + 1e-9 for shown in printed)
 
 
 @pytest.mark.parametrize("section", SECTIONS)
 def test_every_measured_number_in_the_prose_was_printed_by_the_notebook(section):
-    """Decimals (0.4747) and counts with thousands separators (3,378) in the text must appear in
-    the outputs of the same run, or be a constant of its code: prose may only quote what the
-    notebook measured or set."""
+    """Decimals, percentages and counts with thousands separators in the text must appear in the
+    outputs of the same run, or be a constant of its code: prose may only quote what the notebook
+    measured or set. A number that only a trained cell printed moves between machines (see
+    tests/replay.py), so the prose quotes it with the digits that hold: two decimals, or a whole
+    percentage."""
     notebook = read(solution_notebook(section))
-    printed = _printed(notebook) + "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
-    plain = printed.replace(",", "")
-    stale = set()
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    exact = [n for c in code if not Tolerance.of(c) for n in replay.NUMBER.findall(_printed(c))]
+    exact += [n for c in code for n in replay.NUMBER.findall(c.source)]
+    trained = [n for c in code if Tolerance.of(c) for n in replay.NUMBER.findall(_printed(c))]
+    stale, too_precise = set(), set()
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             for number in QUOTED.findall(cell.source):
-                if number not in printed and number.replace(",", "") not in plain:
+                if _quotes(number, exact):
+                    continue
+                if not _quotes(number, trained):
                     stale.add(number)
+                elif "." in number and (number.endswith("%") or len(number.partition(".")[2]) > 2):
+                    too_precise.add(number)
     assert not stale, f"{section}: the prose quotes numbers no output shows: {sorted(stale)}"
+    assert not too_precise, (f"{section}: the prose quotes trained numbers to more digits than hold on "
+                             f"another machine (two decimals, whole percentages): {sorted(too_precise)}")
