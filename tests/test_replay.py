@@ -53,11 +53,14 @@ def test_the_tiny_transformers_accuracies_are_held_to_a_hundredth():
 
 
 @pytest.mark.parametrize("section", TRAINED)
-def test_no_cell_is_given_a_tolerance_wider_than_three_points(section):
+def test_no_cell_is_given_a_tolerance_wider_than_five_points(section):
+    """Section 7 trains at a learning rate of 1e-2, where the encoders' accuracies moved by up to
+    0.034 between two code paths of one CPU; section 6 moved by 0.0034 and is held to 0.01."""
+    limit = {"06-tiny-transformer": 0.03, "07-banking77": 0.05}[section]
     for cell in cells(section):
         tolerance = Tolerance.of(cell)
         if tolerance is not None:
-            assert tolerance.decimals <= 0.03 and tolerance.counts <= 40, (tolerance, cell.source[:80])
+            assert tolerance.decimals <= limit and tolerance.counts <= 40, (tolerance, cell.source[:80])
 
 
 def test_training_history_that_moved_in_the_last_digits_still_replays():
