@@ -17,20 +17,40 @@ ifneq ($(BANKING77_DIR),)  # an empty value would name no folder instead of aski
 export BANKING77_DIR
 endif
 
-.PHONY: demo test lock clean
+# PyTorch's CPU build. On Linux, PyPI's torch carries CUDA (several GB), so pip also reads PyTorch's
+# CPU wheel index, unless a wheel on this machine already satisfies the pin (pip finds it without
+# the network). `make test TORCH_CPU_INDEX=` turns the index off.
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_PIN := $(shell grep '^torch==' requirements.txt)
+TORCH_INDEX = $(if $(TORCH_CPU_INDEX),$(shell [ "$$(uname -s)" = Linux ] && ! $(PYTHON) -m pip install --dry-run --quiet --no-index --no-deps --ignore-installed '$(TORCH_PIN)' > /dev/null 2>&1 && echo --extra-index-url $(TORCH_CPU_INDEX)))
+
+# The course under a platform's own versions: Colab's (platforms/colab.txt), on Python 3.13.
+# `make test PLATFORMS=` leaves the platform environments out.
+PLATFORMS ?= colab
+PYTHON_COLAB ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13 /usr/local/bin/python3.13 /usr/bin/python3.13))
+COLAB_VENV := .venv-colab
+
+.PHONY: demo test lock lock-colab clean
 
 $(VENV)/.installed: requirements.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "the course needs Python 3.11 or newer, found " + sys.version.split()[0]'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check $(TORCH_INDEX) -r requirements.txt
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 > /dev/null
+	touch $@
+
+$(COLAB_VENV)/.installed: platforms/colab.txt
+	@[ -n "$(PYTHON_COLAB)" ] || { echo "make: the colab platform environment needs Python 3.13: install it (pyenv install 3.13) or set PYTHON_COLAB=/path/to/python3.13; make test PLATFORMS= leaves it out" >&2; exit 1; }
+	rm -rf $(COLAB_VENV) && $(PYTHON_COLAB) -m venv $(COLAB_VENV)
+	$(COLAB_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r platforms/colab.txt
+	$(COLAB_VENV)/bin/python -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
 
 demo: $(VENV)/.installed
 	$(BIN)/python -m grader demo
 
-test: $(VENV)/.installed
-	$(BIN)/python -m pytest $(PYTEST_ARGS) --nbval tests $(NOTEBOOKS)
+test: $(VENV)/.installed $(if $(filter colab,$(PLATFORMS)),$(COLAB_VENV)/.installed)
+	$(if $(filter colab,$(PLATFORMS)),COLAB_PYTHON=$(abspath $(COLAB_VENV))/bin/python) $(BIN)/python -m pytest $(PYTEST_ARGS) --nbval tests $(NOTEBOOKS)
 
 # Re-pin every dependency after editing requirements.in.
 lock:
@@ -39,5 +59,12 @@ lock:
 	{ sed -n '1,2p' requirements.txt; /tmp/course-lock/bin/pip freeze | sed 's/+cpu$$//'; } > requirements.txt.new
 	mv requirements.txt.new requirements.txt
 
+# Re-pin the platform's environment after editing platforms/colab.in.
+lock-colab:
+	rm -rf /tmp/course-lock-colab && $(PYTHON_COLAB) -m venv /tmp/course-lock-colab
+	/tmp/course-lock-colab/bin/pip install --quiet -r platforms/colab.in
+	{ sed -n '1,3p' platforms/colab.txt; /tmp/course-lock-colab/bin/pip freeze; } > platforms/colab.txt.new
+	mv platforms/colab.txt.new platforms/colab.txt
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) $(COLAB_VENV) .pytest_cache

@@ -1,5 +1,8 @@
 """Facts about the course that the grader, the set-up cell and the tests share."""
 
+import platform
+import re
+from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,3 +23,57 @@ def solution_notebook(section):
 
 def release_notebook(section):
     return RELEASE / section / f"{section}.ipynb"
+
+
+# The versions the course supports, oldest and newest. The oldest are Colab's runtime (Kaggle's
+# image is built on it; platforms/colab.txt locks it), the newest the course's pins
+# (requirements.txt); CI runs the course under both. Every notebook's set-up cell checks them.
+SUPPORTED = {
+    "python": ("3.11", "3.13"),
+    "torch": ("2.11.0", "2.13.0"),
+    "numpy": ("2.1.3", "2.4.6"),
+    "pandas": ("2.2.3", "3.1.1"),
+    "matplotlib": ("3.10.0", "3.11.2"),
+    "scikit-learn": ("1.6.1", "1.9.1"),
+}
+
+
+def _release(version):
+    """'2.11.0+cu130' -> (2, 11, 0): the numbers of a version, without a build or a pre-release tag."""
+    return tuple(int(part) for part in re.match(r"\d+(?:\.\d+)*", version).group().split("."))
+
+
+def unsupported(found):
+    """(too old, newer than tested): one phrase per library of `found` (name -> version) that lies
+    outside SUPPORTED."""
+    old, new = [], []
+    for name, version in found.items():
+        oldest, newest = SUPPORTED[name]
+        if _release(version) < _release(oldest):
+            old.append(f"{name} {version} (the course needs {oldest} or newer)")
+        elif _release(version)[:len(_release(newest))] > _release(newest):
+            new.append(f"{name} {version} (tested up to {newest})")
+    return old, new
+
+
+def installed_versions():
+    """The running Python's version and that of each supported library it has."""
+    found = {"python": platform.python_version()}
+    for name in SUPPORTED:
+        if name != "python":
+            try:
+                found[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                pass  # a missing library fails at its import, with its own message
+    return found
+
+
+def check_versions():
+    """Stop with one line if a library is older than the course supports; say so in one line if one
+    is newer than the newest version tested. The set-up cell of every notebook calls this."""
+    old, new = unsupported(installed_versions())
+    if old:
+        raise RuntimeError("Too old for this course: " + "; ".join(old) + ". Upgrade, then restart "
+                           "the kernel.")
+    if new:
+        print("Newer than this course was tested with: " + "; ".join(new) + ".")

@@ -3,7 +3,8 @@
 It finds the course folder (the one holding ticketnet.py) in $COURSE_ROOT (the autograder sets it)
 or above the notebook; on Colab or Kaggle,
 where the notebook arrives alone, it clones the course and installs only what the platform lacks
-(never torch). It prints no path or version, so its output replays the same on every machine.
+(never torch). It then checks the libraries' versions against grader.course.SUPPORTED. Within
+them it prints no path or version, so its output replays the same on every machine.
 """
 
 from grader.course import COURSE_REPO
@@ -36,6 +37,8 @@ if COURSE is None:  # the notebook was opened alone: fetch the course beside it
     if missing:
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)
 sys.path.insert(0, str(COURSE))
+from grader.course import check_versions
+check_versions()  # one line if a library is older, or newer, than the versions the course is tested with
 
 import torch
 torch.set_num_threads(1)  # one thread everywhere: the numbers replay, parallel grading never oversubscribes

@@ -2,6 +2,8 @@
 solutions that gives nothing away. (nbval replays the solution notebooks themselves.)"""
 
 import re
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -102,6 +104,25 @@ def test_release_gives_away_no_solution_hidden_test_or_mark_scheme(section):
         for line in block.splitlines():
             if len(line.strip()) > 25:  # long enough to be the answer, not a bracket or `return h`
                 assert line.strip() not in code, f"{section}: release code shows the hidden line {line.strip()!r}"
+
+
+def test_a_fork_sets_its_address_in_one_place_and_the_release_restamps_it():
+    """grader.course.COURSE_REPO feeds the badges and every set-up cell (`python -m grader release`)."""
+    code = """
+import importlib, nbformat
+import grader.course as course
+course.COURSE_REPO = "https://github.com/a-college/their-course"
+from grader import release, setup_cell
+importlib.reload(setup_cell); importlib.reload(release)
+notebook = release.stamp(nbformat.read(course.solution_notebook("01-heads"), as_version=4), "01-heads")
+print(notebook.cells[0].source)
+print(next(c.source for c in notebook.cells if c.cell_type == "code"))
+"""
+    printed = subprocess.run([sys.executable, "-c", code], cwd=release.ROOT, capture_output=True, text=True,
+                             check=True).stdout
+    assert "colab.research.google.com/github/a-college/their-course/blob/main/notebooks/01-heads" in printed
+    assert 'os.environ.get("COURSE_REPO", "https://github.com/a-college/their-course")' in printed
+    assert "larkfield-academy" not in printed
 
 
 @pytest.mark.parametrize("section", SECTIONS)

@@ -61,11 +61,11 @@ WRONG = [
     table["accuracy"] = 100 * table["accuracy"]
     return table
 '''), ("fraction", "percent")),
-    Wrong("style_accuracy", "tickets as floats", style('''    frame["one"] = 1.0
-    table = frame.groupby("style").agg(accuracy=("right", "mean"), tickets=("one", "sum"))
-    table.loc["all"] = [frame["right"].mean(), float(len(frame))]
+    Wrong("style_accuracy", "tickets as fractions of the style's tickets", style('''    table = frame.groupby("style")["right"].agg(accuracy="mean", tickets="size")
+    table["tickets"] = table["tickets"] / table["tickets"].sum()
+    table.loc["all"] = [frame["right"].mean(), 1.0]
     return table
-'''), ("whole numbers", "int")),
+'''), ("whole numbers", "counts of tickets")),
     Wrong("style_accuracy", "a tensor of class ids compared with team names", '''def style_accuracy(rows, predicted):
     """Accuracy per ticket style, with a last row `all`."""
     frame = pd.DataFrame({"style": [row["style"] for row in rows],
@@ -129,6 +129,11 @@ RIGHT = [
     overall = pd.DataFrame({"accuracy": [frame["right"].mean()], "tickets": [len(frame)]}, index=["all"])
     return pd.concat([table.sort_index(), overall])
 '''),
+    Right("style_accuracy", "counts summed as floats (whole numbers all the same)", style('''    frame["one"] = 1.0
+    table = frame.groupby("style").agg(accuracy=("right", "mean"), tickets=("one", "sum"))
+    table.loc["all"] = [frame["right"].mean(), float(len(frame))]
+    return table
+''')),
     Right("style_accuracy", "pivot_table", style('''    frame["right"] = frame["right"].astype(float)
     table = frame.pivot_table(index="style", values="right", aggfunc=["mean", "count"])
     table.columns = ["accuracy", "tickets"]
