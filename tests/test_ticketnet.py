@@ -129,14 +129,32 @@ def test_attention_refuses_a_mask_with_too_few_dimensions_and_a_float_mask():
 
 # --- the routers -----------------------------------------------------------------------------
 
-def test_tiny_transformer_has_the_lesson_parameter_counts():
-    model = tn.TinyTransformer(2864)
+def test_tiny_transformer_parameter_counts_follow_from_its_shape():
+    """Derived from the sizes, not copied: a vocabulary of V words and d = 64 numbers per token."""
+    vocab, d, ffn, table, teams = 3425, 64, 256, tn.MAX_TOKENS, len(tn.TEAMS)
+    block = (4 * d * d + 4 * d) + (d * ffn + ffn + ffn * d + d) + 2 * (2 * d)  # attention, FFN, 2 norms
+    model = tn.TinyTransformer(vocab)
     parts = {name: tn.count_parameters(part) for name, part in model.named_children()}
-    assert parts == {"embed": 183_296, "position": 7_680, "blocks": 99_968, "norm": 128, "out": 325}
-    assert tn.count_parameters(model) == 291_397
-    assert all(tn.count_parameters(block) == 49_984 for block in model.blocks.layers)
-    assert tn.count_parameters(tn.TinyTransformer(2864, heads=8)) == 291_397
-    assert tn.count_parameters(tn.TinyTransformer(2864, positions=False)) == 291_397 - 7_680
+    assert parts == {"embed": vocab * d, "position": table * d, "blocks": 2 * block, "norm": 2 * d,
+                     "out": d * teams + teams}
+    assert block == 49_984 and all(tn.count_parameters(b) == block for b in model.blocks.layers)
+    total = tn.count_parameters(model)
+    assert total == sum(parts.values())
+    assert tn.count_parameters(tn.TinyTransformer(vocab, heads=8)) == total
+    assert tn.count_parameters(tn.TinyTransformer(vocab, positions=False)) == total - table * d
+
+
+def test_tiny_transformer_reads_unknown_words_and_ignores_only_padding():
+    """An unknown word is a token like any other (id 1); only PAD (id 0) is masked."""
+    torch.manual_seed(0)
+    model = tn.TinyTransformer(50).eval()
+    with torch.no_grad():
+        model.embed.weight[9] = model.embed.weight[tn.UNK]  # word 9 now looks exactly like <unk>
+        scores = model(torch.tensor([[5, tn.UNK, 7, 8, 0, 0]]))
+        assert torch.allclose(model(torch.tensor([[5, 9, 7, 8, 0, 0]])), scores, atol=1e-5), \
+            "<unk> is not read as a word: is it masked like a pad?"
+        assert torch.allclose(model(torch.tensor([[5, tn.UNK, 7, 8]])), scores, atol=1e-5), \
+            "padding changed the scores"
 
 
 def test_tiny_transformer_blocks_are_pre_norm_and_batch_first():
@@ -203,6 +221,19 @@ def test_train_returns_a_history_row_per_epoch_and_learns():
     assert set(history[0]) == {"epoch", "train_loss", "train_acc", "valid_loss", "valid_acc"}
     assert history[-1]["train_loss"] < history[0]["train_loss"]
     assert history[-1]["valid_acc"] > 0.9
+
+
+def test_train_reports_the_validation_split_as_evaluate_scores_it():
+    """The last epoch's valid_loss and valid_acc are those of the validation rows, not the training
+    rows, and they match evaluate() on them."""
+    ids, y = _toy_task()
+    tn.set_seed(0)
+    model = tn.AverageEmbeddingNet(40)
+    train_ids, train_y, valid_ids, valid_y = ids[:200], y[:200], ids[200:], 1 - y[200:].clamp(max=1)
+    history = tn.train(model, train_ids, train_y, valid_ids, valid_y, epochs=3, lr=1e-2, log=None)
+    loss, accuracy = tn.evaluate(model, valid_ids, valid_y)
+    assert history[-1]["valid_loss"] == round(loss, 4) and history[-1]["valid_acc"] == round(accuracy, 4)
+    assert tn.evaluate(model, train_ids, train_y)[1] != pytest.approx(accuracy, abs=0.05)
 
 
 def test_train_is_deterministic_for_a_seed_and_differs_for_another():
