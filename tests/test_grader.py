@@ -107,6 +107,10 @@ def test_repair_puts_back_a_deleted_check_and_ungrades_a_duplicate():
     ids = [grading_meta(c).get("grade_id") for c in notebook.cells if grading_meta(c)]
     assert ids == [grading_meta(c).get("grade_id") for c in reference.cells if grading_meta(c)]
     assert any("put back" in n for n in notes) and any("second copy" in n for n in notes)
+    # the second copy stays, as ordinary code that still runs: only its grading goes
+    assert len(notebook.cells) == len(reference.cells) + 1
+    kept = [c for c in notebook.cells if c.get("id") == "dup"]
+    assert len(kept) == 1 and kept[0].source == checks[-1].source and not grading_meta(kept[0])
 
 
 def test_a_dead_kernel_is_named_in_one_line():
@@ -148,8 +152,11 @@ def test_grades_csv_has_a_row_per_student_a_column_per_task_and_zeros_for_failur
                "e": _result("cyd", "01-heads", {}, error="no such file")}
     for key, section in (("d", "07-banking77"), ("e", "01-heads")):  # finished in this order
         results[key]["notebook"] = f"cyd/{section}.ipynb"
+    results["f"] = _result("abe", "02-positions", {"h": 0.0})  # graded last, listed first
     autograde._write_grades(tmp_path / "grades.csv", results)
     rows = list(csv.DictReader(open(tmp_path / "grades.csv")))
+    assert [row["student"] for row in rows] == ["abe", "ada", "ben", "cyd"]
+    rows = rows[1:]
     assert list(rows[0]) == ["student", "01-heads:test_f", "01-heads:test_g", "01-heads:total",
                              "02-positions:test_h", "02-positions:total", "total", "problems"]
     assert rows[0]["total"] == "4.0" and rows[1]["01-heads:total"] == "0"
@@ -163,8 +170,12 @@ def test_report_counts_pass_rates_and_failure_messages(tmp_path):
     results = {"a": _result("ada", "01-heads", {"f": 2.0}),
                "b": _result("ben", "01-heads", {"f": 0.0}, interrupted=["a cell ran past the limit"]),
                "c": _result("cyd", "01-heads", {}, error="the file is empty")}
+    results["d"] = _result("dan", "01-heads", {"f": 2.0})
     html = write_report(tmp_path, results).read_text()
-    assert "1/2" in html and "AssertionError: no" in html and "the file is empty" in html
+    # the rate is over the task's graded submissions (3), not the class (4)
+    assert "<tr><td>01-heads</td><td>test_f</td><td>2/3</td><td>67%</td></tr>" in html
+    assert "<tr><td>1</td><td>test_f</td><td><code>AssertionError: no</code></td></tr>" in html
+    assert "4 submissions: 3 graded, 1 could not be graded" in html and "the file is empty" in html
     assert "ben, ben.ipynb: a cell ran past the limit" in html
     late, early = _result("dan", "07-banking77", {}, error="not JSON"), _result("dan", "01-heads", {}, error="empty")
     late["notebook"], early["notebook"] = "dan/07-banking77.ipynb", "dan/01-heads.ipynb"
