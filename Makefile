@@ -28,7 +28,8 @@ TORCH_INDEX = $(if $(TORCH_CPU_INDEX),$(shell [ "$$(uname -s)" = Linux ] && ! $(
 # `make test PLATFORMS=` leaves the platform environments out.
 PLATFORMS ?= colab
 PYTHON_COLAB ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13 /usr/local/bin/python3.13 /usr/bin/python3.13))
-COLAB_VENV := .venv-colab
+# Kept outside the checkout, one per lock, so that a fresh clone on the same machine reuses it.
+COLAB_VENV ?= $(HOME)/.cache/transformer-block-course/venv-colab-$(shell sha256sum platforms/colab.txt | cut -c1-12)
 
 .PHONY: demo test lock lock-colab clean
 
@@ -41,7 +42,7 @@ $(VENV)/.installed: requirements.txt
 
 $(COLAB_VENV)/.installed: platforms/colab.txt
 	@[ -n "$(PYTHON_COLAB)" ] || { echo "make: the colab platform environment needs Python 3.13: install it (pyenv install 3.13) or set PYTHON_COLAB=/path/to/python3.13; make test PLATFORMS= leaves it out" >&2; exit 1; }
-	rm -rf $(COLAB_VENV) && $(PYTHON_COLAB) -m venv $(COLAB_VENV)
+	rm -rf $(COLAB_VENV) && mkdir -p $(dir $(COLAB_VENV)) && $(PYTHON_COLAB) -m venv $(COLAB_VENV)
 	$(COLAB_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r platforms/colab.txt
 	$(COLAB_VENV)/bin/python -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
@@ -50,7 +51,7 @@ demo: $(VENV)/.installed
 	$(BIN)/python -m grader demo
 
 test: $(VENV)/.installed $(if $(filter colab,$(PLATFORMS)),$(COLAB_VENV)/.installed)
-	$(if $(filter colab,$(PLATFORMS)),COLAB_PYTHON=$(abspath $(COLAB_VENV))/bin/python) $(BIN)/python -m pytest $(PYTEST_ARGS) --nbval tests $(NOTEBOOKS)
+	$(if $(filter colab,$(PLATFORMS)),COLAB_PYTHON=$(COLAB_VENV)/bin/python) $(BIN)/python -m pytest $(PYTEST_ARGS) --nbval tests $(NOTEBOOKS)
 
 # Re-pin every dependency after editing requirements.in.
 lock:

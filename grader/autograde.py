@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.course import SECTIONS, SOLUTIONS
+from grader.course import ROOT, SECTIONS
 
 # A file name's student id: what comes before the first "_" or ".", e.g. ada_01-heads.ipynb -> ada.
 # LMS exports differ; pass --pattern with a named group (?P<student>...) for yours.
@@ -77,12 +77,22 @@ def _sha256(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def solutions_version():
-    """A fingerprint of the solution notebooks: when they change, every grade is redone."""
-    digest = hashlib.sha256()
-    for path in sorted(SOLUTIONS.rglob("*.ipynb")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+def grading_versions(root=ROOT):
+    """section -> a fingerprint of everything that grades it: its solution notebook (check cells,
+    hidden tests), the modules of grader/checks/ it imports, and ticketnet.py. A notebook whose
+    section's fingerprint changed is graded again; key None covers notebooks of no known section."""
+    root = Path(root)
+    shared = [root / "ticketnet.py", root / "grader" / "checks" / "__init__.py"]
+    versions = {}
+    for section in SECTIONS:
+        solution = root / "solutions" / section / f"{section}.ipynb"
+        modules = sorted(set(re.findall(r"from grader\.checks import (\w+)", solution.read_text())))
+        digest = hashlib.sha256()
+        for path in [solution, *shared, *(root / "grader" / "checks" / f"{m}.py" for m in modules)]:
+            digest.update(path.read_bytes())
+        versions[section] = digest.hexdigest()[:16]
+    versions[None] = hashlib.sha256("".join(versions.values()).encode()).hexdigest()[:16]
+    return versions
 
 
 # --- the worker side -------------------------------------------------------------------------
@@ -136,13 +146,14 @@ def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEF
     submissions = collect(inputs, pattern, unpack_to=out / "unpacked")
     store = out / "results.json"
     results = json.loads(store.read_text()) if store.is_file() else {}
-    version = solutions_version()
+    versions = grading_versions()
     todo = []
     for submission in submissions:
         key = f"{submission.student}/{submission.path.name}"
         digest = _sha256(submission.path)
         previous = results.get(key)
-        if previous and previous.get("sha256") == digest and previous.get("version") == version:
+        if (previous and previous.get("sha256") == digest
+                and previous.get("version") == versions.get(previous.get("section"))):
             continue
         todo.append((key, submission, digest))
     echo(f"{len(submissions)} submissions, {len(submissions) - len(todo)} already graded, "
@@ -156,7 +167,7 @@ def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEF
             with tqdm(total=len(todo), unit="notebook", desc="grading") as bar:
                 for (key, _, digest), result in _longest_first(pool, todo, workers):
                     _write_feedback(out, result)
-                    result.update(sha256=digest, version=version)
+                    result.update(sha256=digest, version=versions.get(result.get("section")))
                     results[key] = result
                     _save(store, results)  # after each one: an interrupted run loses nothing
                     bar.write(_line(result))

@@ -4,6 +4,7 @@ autograder does, and the whole sample class against what each student should sco
 import copy
 import csv
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -260,3 +261,42 @@ def test_the_class_outputs_are_written_and_a_rerun_grades_nothing_again(graded_c
     rerun = autograde.autograde([sample_class.CLASS], out, workers=2, timeout=30, echo=again.append)
     assert "0 to grade" in again[0]
     assert rerun == results
+
+
+def test_a_changed_submission_alone_is_graded_again(graded_class, tmp_path):
+    out, results, _ = graded_class
+    late = tmp_path / "class"
+    shutil.copytree(sample_class.CLASS, late)
+    edited = late / "ada" / "05-block.ipynb"
+    notebook = nbformat.read(edited, as_version=4)
+    notebook.cells.append(nbformat.v4.new_markdown_cell("Handed in again, with a note."))
+    nbformat.write(notebook, edited)
+    lines = []
+    rerun = autograde.autograde([late], out, workers=1, timeout=30, echo=lines.append)
+    assert "1 to grade" in lines[0], lines[0]
+    assert rerun["ada/05-block.ipynb"]["sha256"] != results["ada/05-block.ipynb"]["sha256"]
+    assert rerun["ada/05-block.ipynb"]["score"] == results["ada/05-block.ipynb"]["score"]
+    assert {k: v for k, v in rerun.items() if k != "ada/05-block.ipynb"} == \
+        {k: v for k, v in results.items() if k != "ada/05-block.ipynb"}
+
+
+def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
+    """A solution or a check module moves its section's fingerprint; ticketnet.py moves them all."""
+    for part in ("solutions", "grader/checks"):
+        shutil.copytree(ROOT / part, tmp_path / part)
+    shutil.copy(ROOT / "ticketnet.py", tmp_path / "ticketnet.py")
+    before = autograde.grading_versions(tmp_path)
+    assert before == autograde.grading_versions()
+
+    def changed(path):
+        with open(tmp_path / path, "a") as f:
+            f.write("\n# edited\n")
+        after = autograde.grading_versions(tmp_path)
+        moved = {section for section in before if before[section] != after[section]}
+        before.update(after)
+        return moved
+
+    assert changed("grader/checks/heads.py") == {"01-heads", None}
+    assert changed("grader/checks/banking.py") == {"07-banking77", None}
+    assert changed("solutions/03-norms/03-norms.ipynb") == {"03-norms", None}
+    assert changed("ticketnet.py") == set(before)
