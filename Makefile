@@ -44,7 +44,7 @@ $(COLAB_VENV)/.installed: platforms/colab.txt
 	@[ -n "$(PYTHON_COLAB)" ] || { echo "make: the colab platform environment needs Python 3.13: install it (pyenv install 3.13) or set PYTHON_COLAB=/path/to/python3.13; make test PLATFORMS= leaves it out" >&2; exit 1; }
 	rm -rf $(COLAB_VENV) && mkdir -p $(dir $(COLAB_VENV)) && $(PYTHON_COLAB) -m venv $(COLAB_VENV)
 	$(COLAB_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r platforms/colab.txt
-	$(COLAB_VENV)/bin/python -m ipykernel install --sys-prefix --name python3 > /dev/null
+	PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_VENV)/bin/python -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
 
 demo: $(VENV)/.installed

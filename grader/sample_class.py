@@ -57,7 +57,7 @@ def catalogue_variant(section, kind, k, tasks=None):
     Returns the notebook and {task: the entry used, or None where the solution is}."""
     notebook = nbformat.read(release_notebook(section), as_version=4)
     solutions = _solutions(section)
-    wrong, right = catalogue.load(section) if catalogue.has_entries(section) else ([], [])
+    wrong, right = catalogue.load(section)
     pool = wrong if kind == "wrong" else right
     entries = {}
     for cell in _answer_cells(notebook):

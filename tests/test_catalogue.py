@@ -21,7 +21,7 @@ import nbformat
 import pytest
 
 from grader import catalogue
-from grader.course import release_notebook, solution_notebook
+from grader.course import SECTIONS, release_notebook, solution_notebook
 
 # Seconds of CPU to execute a section in this process (CPU time, so that the other tests running
 # beside it do not count): 1-5 under a minute; 6-7, which train, under 20 s when shortened.
@@ -68,12 +68,14 @@ class NotebookSession:
             exec(compile(source, "<cell>", "exec"), self.namespace)
 
     def verdict(self, name, answer):
-        """None when the check of `name` passes with `answer` in its cell, else the failure text."""
+        """None when the check of `name` passes with `answer` in its cell, else the failure text.
+        A check fails by AssertionError; anything else is a crash (of the answer cell or of the
+        check) and is raised as one, so that no expected word can match it by chance."""
         try:
             self.run(answer)
             self.run(self.checks[f"test_{name}"])
             return None
-        except Exception as error:  # noqa: BLE001 - any failure is the student's verdict
+        except AssertionError as error:
             return "".join(traceback.format_exception_only(type(error), error))
         finally:
             self.run(self.answers[name])
@@ -129,7 +131,20 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("right", right, ids=[f"{e.name}: {e.variant}" for e in right])
 
 
-for _section in catalogue.MODULES:
-    if catalogue.has_entries(_section):
-        _name = "TestCatalogue_" + _section.replace("-", "_")
-        globals()[_name] = type(_name, (CatalogueOfASection,), {"SECTION": _section})
+for _section in SECTIONS:  # every section; a catalogue module missing fails at collection
+    _name = "TestCatalogue_" + _section.replace("-", "_")
+    globals()[_name] = type(_name, (CatalogueOfASection,), {"SECTION": _section})
+
+
+GENERIC = {"differs", "shape", "expected", "got", "should", "tickets", "the table says", "wrong"}
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_every_section_has_a_catalogue_that_names_each_mistake(section):
+    """No section loses its catalogue tests silently, every graded task has wrong and right entries,
+    and every wrong entry expects at least one word that names its mistake, not only a generic one."""
+    wrong, right = catalogue.load(section)  # a missing module fails here, not by vanishing
+    tasks = set(answer_cells(nbformat.read(solution_notebook(section), as_version=4)))
+    assert {e.name for e in wrong} == tasks and {e.name for e in right} <= tasks
+    generic = [e.mistake for e in wrong if all(word.lower() in GENERIC for word in e.expect)]
+    assert not generic, f"expected words that name no mistake: {generic}"

@@ -18,7 +18,7 @@ import pytest
 
 from grader import autograde, catalogue, release, sample_class
 
-SECTIONS = [s for s in release.sections_with_solutions() if catalogue.has_entries(s)]
+SECTIONS = release.sections_with_solutions()
 
 
 def _variants():

@@ -41,8 +41,3 @@ def builds_on(section):
     """{task: the tasks its answers call}, for a section whose answers call earlier answers."""
     module = importlib.import_module(f"grader.catalogue.{MODULES[section]}")
     return getattr(module, "BUILDS_ON", {})
-
-
-def has_entries(section):
-    """Whether the section's catalogue has been written."""
-    return importlib.util.find_spec(f"grader.catalogue.{MODULES[section]}") is not None

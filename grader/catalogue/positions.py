@@ -242,7 +242,7 @@ def mean_pool(h, pad):
           '''
 def mean_pool(h, pad):
     return h.masked_fill(pad.unsqueeze(-1), 0).sum(-1) / (~pad).sum(1, keepdim=True)
-''', expect=("shape",)),
+''', expect=("one number per token", "averaged over the features", "dim=1")),
 ]
 
 RIGHT = [

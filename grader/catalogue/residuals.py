@@ -85,7 +85,7 @@ class FeedForward(nn.Module):
 
     def forward(self, h):
         return h
-''', expect=("differs",)),
+''', expect=("returns its input h unchanged",)),
 ]
 
 RIGHT = [

@@ -47,7 +47,7 @@ WRONG = [
     table["tickets"] = len(frame)
     table.loc["all"] = [frame["right"].mean(), len(frame)]
     return table
-'''), ("tickets", "the table says")),
+'''), ("every ticket of the table", "each style's own tickets")),
     Wrong("style_accuracy", "index not sorted (order of first appearance)", style('''    table = frame.groupby("style", sort=False)["right"].agg(accuracy="mean", tickets="size")
     table.loc["all"] = [frame["right"].mean(), len(frame)]
     return table

@@ -268,6 +268,11 @@ def _pool(mean_pool, h, pad, what):
     expect(torch.equal(h, h_before) and torch.equal(pad, pad_before),
            "mean_pool changed its input in place (masked_fill_ or h[pad] = 0?): the caller's h still "
            "holds the token vectors afterwards; use masked_fill without the underscore, or h * mask.")
+    if isinstance(out, torch.Tensor) and h.shape[1] != h.shape[2] and tuple(out.shape) == tuple(h.shape[:2]):
+        raise AssertionError(f"{what} has shape {tuple(out.shape)}, one number per token: it averaged "
+                             f"over the features (the last dimension) instead of the tokens. The mean "
+                             f"runs over dim=1, giving one vector of {h.shape[2]} per row: "
+                             f"{(h.shape[0], h.shape[2])}.")
     expect_shape(out, (h.shape[0], h.shape[2]), what)
     return out.detach()
 

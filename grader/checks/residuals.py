@@ -140,6 +140,8 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
              "goes only between the two Linear layers."),
             (second(torch.sigmoid(hidden)), "it applies a sigmoid between the Linear layers; use ReLU."),
             (second(torch.tanh(hidden)), "it applies tanh between the Linear layers; use ReLU."),
+            (h, "it returns its input h unchanged: the two Linear layers and the ReLU between them "
+                "never touch it. Compute self.<second>(relu(self.<first>(h))) and return that."),
             (reference + h, "it adds its input h to the output. The residual connection goes "
                             "around the layer, in the block (h + ffn(h)); FeedForward itself returns "
                             "only Linear -> ReLU -> Linear."),

@@ -138,7 +138,9 @@ def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
         got_n = int(tickets.loc[style])
         if got_n != n:
             hint = (" That is the number of RIGHT predictions; tickets counts every ticket of the "
-                    "style." if got_n == r else "")
+                    "style." if got_n == r else
+                    " That is every ticket of the table: count each style's own tickets (group by "
+                    "style)." if got_n == want["all"][1] else "")
             raise AssertionError(f"style {style!r} has {n} tickets, the table says {got_n}.{hint}"
                                  f"{_show(table)}")
     for style in styles:
