@@ -1,6 +1,6 @@
 """How long each solution notebook takes to execute from top to bottom in a fresh kernel: as a
 student runs it, and as the autograder runs it (NBGRADER_EXECUTION set, training shortened),
-against the budgets of COURSE.md (sections 1-5 under 60 s, 6 and 7 under 5 minutes; under 20 s
+against the course's budgets (sections 1-5 under 60 s, 6 and 7 under 5 minutes; under 20 s
 per submitted notebook when graded).
 
 Each notebook runs on a copy in a temporary folder (the stored outputs are not touched); the

@@ -4,9 +4,11 @@ one here); and the helper that writes those sections."""
 
 import copy
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,6 +16,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import ticketnet as tn
 from bench import tables
+from grader.course import SECTIONS, solution_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,8 +69,11 @@ def test_training_benchmark_on_256_tickets(tmp_path, monkeypatch):
         assert 0 <= r["valid_acc"] <= 1
     assert full["median_width"] == tn.MAX_TOKENS
     assert out["profile"]["matrix multiplies"] > 0 and all(s >= 0 for s in out["profile"].values())
-    assert out["accuracy_agrees"] == (out["accuracy_spread"] <= 0.10)
+    accuracies = [r["valid_acc"] for r in out["variants"].values()]
+    assert out["accuracy_spread"] == pytest.approx(max(accuracies) - min(accuracies))
     section = _section(path, "training.py", argv)
+    verdict = "agree within 0.1" if out["accuracy_spread"] <= 0.1 else "WARNING: validation accuracies differ"
+    assert verdict in section
     assert "| ours: grouped by length |" in section and "| matrix multiplies |" in section
 
 
@@ -137,9 +143,46 @@ def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
     assert "| schema version, read in-process (grader) |" in section
     assert "| CPU seconds | notebooks' seconds, summed | outside notebooks |" in section
     assert section.count(" s / ") == 2  # each round's speed-up
-    assert "7/7" in section  # the solution graded in full, fresh and warm
+    points = sum(c.metadata["nbgrader"]["points"] for c in nbformat.read(
+        solution_notebook("02-positions"), as_version=4).cells
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade"))
+    assert section.count(f"| {points}/{points} |") == 2  # the solution graded in full, fresh and warm
 
 
 @pytest.mark.parametrize("module", [training, inference, notebooks, grading])
 def test_benchmark_docstrings_say_how_to_run_them(module):
     assert f"python bench/{Path(module.__file__).name}" in module.__doc__
+
+
+def _table(section, heading):
+    """The rows (dicts) of the markdown table under `heading` in a BENCHMARKS.md section."""
+    lines = section.split(heading, 1)[1].splitlines()
+    lines = lines[next(i for i, line in enumerate(lines) if line.startswith("|")):]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    rows = []
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")))))
+    return rows
+
+
+def test_the_committed_benchmarks_meet_their_targets():
+    """BENCHMARKS.md as committed: a figure that misses its target fails here, not in a reader's eyes."""
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    sections = {name: text.split(f"<!-- bench/{name}.py -->")[1].split(f"<!-- /bench/{name}.py -->")[0]
+                for name in ("training", "inference", "grading", "notebooks")}
+    (ours,) = [r for r in _table(sections["training"], "### Training") if r["batches"].startswith("ours")]
+    assert float(ours["measured / limit"].rstrip("x")) <= 3.0, ours
+    grading_rows = {r["configuration"]: r for r in _table(sections["grading"], "### Grading the sample class")}
+    two = grading_rows["grader, 2 workers"]
+    assert float(two["vs plain nbgrader"].rstrip("x")) >= 3.0 and float(two["vs 1 worker"].rstrip("x")) >= 1.8
+    warm = re.search(r"Mean seconds per graded notebook, warm kernels \(forked\): (\d+(?:\.\d+)?)", sections["grading"])
+    assert float(warm.group(1)) < 10
+    runs = _table(sections["notebooks"], "### Executing each solution notebook")
+    assert [r["section"] for r in runs] == list(SECTIONS)
+    for r in runs:
+        for run, budget in (("student run (s)", "student budget"), ("grading run (s)", "grading budget")):
+            limit = float(r[budget].split()[0]) * (60 if "min" in r[budget] else 1)
+            assert float(r[run]) < limit and r[budget].endswith("within"), r
+    assert "COURSE.md" not in text, "BENCHMARKS.md cites a file that is not in this repository"
