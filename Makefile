@@ -2,6 +2,8 @@
 #   make demo   build the release and autograde the sample class
 #   make test   run the whole test suite (what .ci/run calls)
 # Both create .venv from requirements.txt first, and again only when that file changes.
+#   make mutation   mutation testing of ticketnet.py and the grader (setup.cfg [mutmut]): about
+#                   15 minutes on 2 cores, so not part of `make test` or CI
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -31,7 +33,7 @@ PYTHON_COLAB ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3
 # Kept outside the checkout, one per lock, so that a fresh clone on the same machine reuses it.
 COLAB_VENV ?= $(HOME)/.cache/transformer-block-course/venv-colab-$(shell sha256sum platforms/colab.txt | cut -c1-12)
 
-.PHONY: demo test lock lock-colab clean
+.PHONY: demo test mutation lock lock-colab clean
 
 $(VENV)/.installed: requirements.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "the course needs Python 3.11 or newer, found " + sys.version.split()[0]'
@@ -53,6 +55,28 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed $(if $(filter colab,$(PLATFORMS)),$(COLAB_VENV)/.installed)
 	$(if $(filter colab,$(PLATFORMS)),COLAB_PYTHON=$(COLAB_VENV)/bin/python) $(BIN)/python -m pytest $(PYTEST_ARGS) --nbval tests $(NOTEBOOKS)
 
+# Mutation testing: mutmut mutates ticketnet.py and grader/{autograde,grading,repair,report}.py one
+# change at a time and runs the fast tests that cover each change (setup.cfg [mutmut] says which);
+# the score is the share of mutants the tests kill (a timeout counts as killed), at least
+# MUTATION_MIN percent. A first run takes about 15 minutes on 2 cores (ticketnet.py 9 of them), too
+# slow for every CI run. Results are kept in mutants/ (`mutmut results` lists the survivors, `mutmut
+# show NAME` shows one); a re-run tests only the functions changed since.
+# `make mutation MUTANTS='grader.report.*'` tests one module's mutants (the score still counts all).
+MUTMUT_VERSION := 3.8.1
+MUTATION_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+MUTATION_MIN ?= 85
+MUTANTS ?=
+
+mutation: $(VENV)/.installed
+	@$(BIN)/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("mutmut") != "$(MUTMUT_VERSION)")' 2>/dev/null \
+		|| $(BIN)/python -m pip install --quiet --disable-pip-version-check mutmut==$(MUTMUT_VERSION)
+	$(BIN)/mutmut run --max-children $(MUTATION_JOBS) $(MUTANTS)
+	$(BIN)/mutmut export-cicd-stats
+	@$(BIN)/python -c 'import json, sys; s = json.load(open("mutants/mutmut-cicd-stats.json")); \
+		score = 100 * (s["killed"] + s["timeout"]) / s["total"]; \
+		print("mutation score: {:.1f}% ({killed} killed, {timeout} timeouts, {survived} survived, {no_tests} without tests, of {total} mutants); at least $(MUTATION_MIN)% wanted".format(score, **s)); \
+		sys.exit(score < $(MUTATION_MIN))'
+
 # Re-pin every dependency after editing requirements.in.
 lock:
 	rm -rf /tmp/course-lock && $(PYTHON) -m venv /tmp/course-lock
@@ -68,4 +92,4 @@ lock-colab:
 	mv platforms/colab.txt.new platforms/colab.txt
 
 clean:
-	rm -rf $(VENV) $(COLAB_VENV) .pytest_cache
+	rm -rf $(VENV) $(COLAB_VENV) .pytest_cache mutants
