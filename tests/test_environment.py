@@ -12,15 +12,16 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _pins():
-    pins = {}
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
+def pins(path=ROOT / "requirements.txt"):
+    """name -> version of a lock file of exact pins (name==version lines; comments ignored)."""
+    found = {}
+    for line in path.read_text().splitlines():
         line = line.split("#")[0].strip()
         if line:
             name, _, version = line.partition("==")
-            assert version, f"requirements.txt: {line!r} is not an exact pin (name==version)"
-            pins[name.lower().replace("_", "-")] = version
-    return pins
+            assert version, f"{path.name}: {line!r} is not an exact pin (name==version)"
+            found[name.lower().replace("_", "-")] = version
+    return found
 
 
 def test_environment_yml_installs_requirements_txt_and_nothing_else():
@@ -31,22 +32,22 @@ def test_environment_yml_installs_requirements_txt_and_nothing_else():
 
 
 def test_every_direct_dependency_is_pinned_with_the_same_version():
-    pins = _pins()
+    pinned = pins()
     for line in (ROOT / "requirements.in").read_text().splitlines():
         spec = line.split("#")[0].strip()
         if not spec:
             continue
         requirement = Requirement(spec)
         key = requirement.name.lower().replace("_", "-")
-        assert key in pins, f"{requirement.name} is in requirements.in but not pinned in requirements.txt"
-        assert requirement.specifier.contains(pins[key]), \
-            f"{requirement.name}: requirements.in asks for {requirement.specifier}, the pin is {pins[key]}"
+        assert key in pinned, f"{requirement.name} is in requirements.in but not pinned in requirements.txt"
+        assert requirement.specifier.contains(pinned[key]), \
+            f"{requirement.name}: requirements.in asks for {requirement.specifier}, the pin is {pinned[key]}"
 
 
 def test_the_running_environment_is_the_pinned_one():
     assert sys.version_info >= (3, 11)
     wrong = {}
-    for name, version in _pins().items():
+    for name, version in pins().items():
         installed = metadata.version(name).split("+")[0]  # torch 2.13.0+cpu is torch 2.13.0
         if installed != version:
             wrong[name] = (version, installed)

@@ -20,19 +20,9 @@ import pytest
 
 from grader import course
 from grader.course import SECTIONS, SUPPORTED, solution_notebook
+from test_environment import pins
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _locked(path):
-    """name -> version of a pip lock file (name==version lines; comments ignored)."""
-    pins = {}
-    for line in path.read_text().splitlines():
-        line = line.split("#")[0].strip()
-        if line:
-            name, _, version = line.partition("==")
-            pins[name.lower().replace("_", "-")] = version
-    return pins
 
 
 @pytest.fixture(scope="module")
@@ -54,13 +44,13 @@ def test_the_colab_environment_holds_exactly_the_locked_versions(colab):
     frozen = _run(colab, "-m", "pip", "freeze")
     installed = {line.partition("==")[0].lower().replace("_", "-"): line.partition("==")[2]
                  for line in frozen.stdout.splitlines() if "==" in line}
-    assert installed == _locked(ROOT / "platforms" / "colab.txt")
+    assert installed == pins(ROOT / "platforms" / "colab.txt")
     version = _run(colab, "-c", "import platform; print(platform.python_version())").stdout
     assert version.startswith("3.13."), version
 
 
 def test_the_supported_range_runs_from_the_platforms_versions_to_our_pins():
-    colab, ours = _locked(ROOT / "platforms" / "colab.txt"), _locked(ROOT / "requirements.txt")
+    colab, ours = pins(ROOT / "platforms" / "colab.txt"), pins(ROOT / "requirements.txt")
     for name, (oldest, newest) in SUPPORTED.items():
         if name == "python":
             assert (oldest, newest) == ("3.11", "3.13"), "our pins are for 3.11, Colab runs 3.13"
@@ -137,7 +127,7 @@ def test_make_takes_torch_from_pytorchs_cpu_index_unless_this_machine_has_the_wh
     if platform.system() == "Linux":
         assert index in install_command(**no_wheel_here), "no wheel of torch here: pip must read the CPU index"
     assert "--extra-index-url" not in install_command("TORCH_CPU_INDEX=", **no_wheel_here)
-    pinned = _locked(ROOT / "requirements.txt")["torch"]
+    pinned = pins(ROOT / "requirements.txt")["torch"]
     local = [folder for folder in os.environ.get("PIP_FIND_LINKS", "").split()
              if list(Path(folder).glob(f"torch-{pinned}-*.whl"))]
     if local:  # as on the course's own machines: a wheel of the pinned torch lies on disk
