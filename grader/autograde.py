@@ -158,7 +158,7 @@ def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEF
         todo.append((key, submission, digest))
     echo(f"{len(submissions)} submissions, {len(submissions) - len(todo)} already graded, "
          f"{len(todo)} to grade")
-    workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
+    workers = min(workers or os.cpu_count() or 1, len(todo))
     if todo:
         with tempfile.TemporaryDirectory() as folder, \
                 _template_course(Path(folder), timeout, warm, memory_mb) as (template, kernels), \
@@ -249,13 +249,13 @@ def _line(result):
     where = f"{result['student']} {Path(result['notebook']).name}"
     if result["error"]:
         return f"{where}: 0 points - {result['error'].splitlines()[0]}"
-    repaired = f"; repaired: {', '.join(result['repairs'])}" if result.get("repairs") else ""
-    stopped = "".join(f"; {note}" for note in result.get("interrupted", []))
+    repaired = f"; repaired: {', '.join(result['repairs'])}" if result["repairs"] else ""
+    stopped = "".join(f"; {note}" for note in result["interrupted"])
     return f"{where}: {result['score']:g}/{result['max_score']:g} ({result['seconds']:.0f} s{repaired}{stopped})"
 
 
 def _write_feedback(out, result):
-    html = result.pop("feedback_html", None)
+    html = result.pop("feedback_html")
     folder = out / "feedback" / result["student"]
     folder.mkdir(parents=True, exist_ok=True)
     name = result["section"] or Path(result["notebook"]).stem

@@ -50,7 +50,8 @@ def repair(notebook, reference):
             present.add(_grading(match)["grade_id"])
             restored.append(_grading(match)["grade_id"])
     if restored:
-        notes.append(f"nbgrader metadata restored on {len(restored)} cells ({', '.join(restored[:3])}"
+        notes.append(f"nbgrader metadata restored on {len(restored)} cell{'s' if len(restored) > 1 else ''} "
+                     f"({', '.join(restored[:3])}"
                      f"{', ...' if len(restored) > 3 else ''})")
 
     seen = set()
@@ -64,7 +65,8 @@ def repair(notebook, reference):
 
     for check in graded:
         grade_id = _grading(check)["grade_id"]
-        if grade_id in seen or not _grading(check).get("grade") or check.cell_type != "code":
+        if grade_id in seen or not _grading(check).get("grade") or _grading(check).get("solution") \
+                or check.cell_type != "code":  # a hand-graded code answer is the student's, not a check
             continue
         answer = grade_id.removeprefix("test_")
         where = next((i for i, c in enumerate(notebook.cells) if _grading(c).get("grade_id") == answer), None)

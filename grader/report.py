@@ -10,9 +10,7 @@ from grader.course import SECTIONS
 
 def write_report(out, results):
     """Write report.html and scores.png under `out`; returns the report's path."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # not pyplot: the caller's backend and figures stay as they are
 
     out = Path(out)
     in_order = sorted(results.values(), key=lambda r: (r["student"], Path(r["notebook"]).name))
@@ -27,14 +25,14 @@ def write_report(out, results):
                 failures[(task["grade_id"], task["message"].splitlines()[0][:300])] += 1
 
     shares = [100 * r["score"] / r["max_score"] for r in graded if r["max_score"]]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig = Figure(figsize=(6, 3.5))
+    ax = fig.subplots()
     ax.hist(shares, bins=[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100.01], color="tab:blue", edgecolor="white")
     ax.set_xlabel("score (% of the autograded points)")
     ax.set_ylabel("submissions")
     ax.set_title(f"{len(shares)} graded submissions")
     fig.tight_layout()
     fig.savefig(out / "scores.png", dpi=100)
-    plt.close(fig)
 
     rows = "".join(f"<tr><td>{escape(s)}</td><td>{escape(t)}</td><td>{p}/{n}</td><td>{100 * p / n:.0f}%</td></tr>"
                    for (s, t), (p, n) in sorted(tasks.items(), key=lambda item: SECTIONS.index(item[0][0])))

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from grader import autograde, grading, release, sample_class
-from grader.course import ROOT, release_notebook, solution_notebook
+from grader.course import ROOT, SECTIONS, release_notebook, solution_notebook
 from grader.repair import repair
 
 FIRST = release.sections_with_solutions()[0]
@@ -206,6 +206,55 @@ def test_check_json_gives_the_solution_full_marks_and_the_release_zero(tmp_path)
     assert printed["score"] == 0 and printed["max_score"] == solved["max_score"]
 
 
+def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_and_feedback(tmp_path, monkeypatch):
+    """Section 5 by nbgrader, value by value: one answer right (its cell stripped of metadata),
+    one stuck in a loop until the time limit. The course starts from another course's folder
+    (the section registered there) and uses warm kernels it does not own."""
+    from grader.warm_kernel import WarmKernels
+    monkeypatch.delenv("COURSE_ROOT", raising=False)  # the course must tell its kernels itself
+    section = "05-block"
+    solution = nbformat.read(solution_notebook(section), as_version=4)
+    answers = {grading_meta(c)["grade_id"]: c.source for c in solution.cells if grading_meta(c).get("solution")}
+    notebook = nbformat.read(release_notebook(section), as_version=4)
+    for cell in notebook.cells:
+        if grading_meta(cell).get("grade_id") == "Block":
+            cell.source, cell.metadata = answers["Block"], {}
+        elif grading_meta(cell).get("grade_id") == "to_reference":
+            cell.source = "while True:  # stuck\n    pass"
+    handed_in = tmp_path / "handed in" / "ada_05-block.ipynb"
+    handed_in.parent.mkdir()
+    nbformat.write(notebook, handed_in)
+    kernels = WarmKernels(tmp_path / "warm")  # its imports run while the template registers
+    try:
+        template = grading.GradingCourse(tmp_path / "template", warm=False)
+        template.register(section)
+        assert template.registered == {section} and template.kernels is None
+        course = grading.GradingCourse(tmp_path / "course" / "nested", timeout=4, template=template.folder, warm=kernels)
+        assert course.registered == {section}
+        result = course.grade(handed_in, student="ada")
+        assert result["notebook"] == str(handed_in) and result["section"] == section
+        assert result["repairs"] == ["nbgrader metadata restored on 1 cell (Block)"]
+        assert (result["score"], result["max_score"], result["written_max_score"]) == (3.0, 5.0, 6.0)
+        assert [(t["grade_id"], t["score"], t["max_score"]) for t in result["tasks"]] == \
+            [("test_Block", 3.0, 3.0), ("test_to_reference", 0.0, 2.0)]
+        assert result["tasks"][0]["message"] == ""
+        assert result["tasks"][1]["message"].startswith("NameError: name 'to_reference' is not defined")
+        [stopped] = result["interrupted"]
+        assert stopped.startswith("a cell ran past the 4 s limit and was interrupted: In [")
+        assert stopped.endswith("`while True:  # stuck`")
+        page = course.feedback_html(section, "ada")
+        assert "<h4>05-block (Score: 3.0 / 11.0)</h4>" in page  # 3 of 5 autograded, written answers to come
+        assert "NameError</span>: name 'to_reference' is not defined" in page
+        course.close()  # the kernels are not the course's: they outlive it
+        assert kernels.server.poll() is None
+    finally:
+        kernels.close()
+    own = grading.GradingCourse(tmp_path / "own", warm=True, memory_mb=512)
+    assert own.kernels.server.poll() is None and own.kernels.server.args[-1] == "512"
+    own.close()
+    assert own.kernels.server.poll() is not None
+
+
 def test_sample_class_is_in_sync_with_the_release_and_catalogues(tmp_path):
     sample_class.build(tmp_path)
     fresh = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
@@ -242,6 +291,55 @@ def test_every_sample_student_scores_what_their_submission_deserves(graded_class
         assert full == (row["full_marks"] == "yes"), (row, task["message"])
         if not full:
             assert task["message"], row
+
+
+def test_grades_csv_gives_each_student_the_points_deserved_cell_by_cell(graded_class):
+    """Every cell of the instructor's table, derived from expected.csv and the solutions' points:
+    task columns in notebook order, sections in course order, a section total, a class total."""
+    out, _, _ = graded_class
+    points = {section: [(grading_meta(c)["grade_id"], float(grading_meta(c)["points"]))
+                        for c in nbformat.read(solution_notebook(section), as_version=4).cells
+                        if grading_meta(c).get("grade") and c.cell_type == "code"]
+              for section in release.sections_with_solutions()}
+    with open(sample_class.EXAMPLES / "expected.csv") as f:
+        expected = list(csv.DictReader(f))
+    deserved, broken = {}, set()
+    for row in expected:
+        if row["full_marks"] == "error":
+            broken.add(row["student"])
+        else:
+            full = dict(points[row["section"]])[row["task"]]
+            deserved[(row["student"], row["section"], row["task"])] = full if row["full_marks"] == "yes" else 0.0
+    sections = sorted({section for _, section, _ in deserved}, key=SECTIONS.index)
+    with open(out / "grades.csv", newline="") as f:
+        header, *rows = list(csv.reader(f))
+    assert header == ["student", *[f"{s}:{name}" for s in sections for name in [g for g, _ in points[s]] + ["total"]],
+                      "total", "problems"]
+    assert [row[0] for row in rows] == sorted({row["student"] for row in expected})
+    for row in rows:
+        cells, student = dict(zip(header, row)), row[0]
+        class_total = 0.0
+        for section in sections:
+            got = [float(cells[f"{section}:{name}"]) for name, _ in points[section]]
+            assert got == [deserved.get((student, section, name), 0.0) for name, _ in points[section]], (student, section)
+            assert float(cells[f"{section}:total"]) == sum(got), (student, section)
+            class_total += sum(got)
+        assert float(cells["total"]) == class_total, student
+        assert bool(cells["problems"]) == (student in broken or student == "gus"), (student, cells["problems"])
+    # the report's pass rates: full marks over the task's graded submissions, in course order
+    report = (out / "report.html").read_text()
+    rates = []
+    for section in sections:
+        for name, _ in points[section]:
+            marks = [row["full_marks"] for row in expected if (row["section"], row["task"]) == (section, name)]
+            passed, graded = marks.count("yes"), len(marks)
+            rates.append(f"<tr><td>{section}</td><td>{name}</td><td>{passed}/{graded}</td>"
+                         f"<td>{100 * passed / graded:.0f}%</td></tr>")
+    assert all(rate in report for rate in rates), [rate for rate in rates if rate not in report]
+    assert [report.index(rate) for rate in rates] == sorted(report.index(rate) for rate in rates)
+    handed_in = len(list(sample_class.CLASS.rglob("*.ipynb")))
+    errors = sum(row["full_marks"] == "error" for row in expected)
+    assert f"<p>{handed_in} submissions: {handed_in - errors} graded, {errors} could not be graded" in report
 
 
 def test_the_class_outputs_are_written_and_a_rerun_grades_nothing_again(graded_class):

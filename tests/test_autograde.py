@@ -1,0 +1,381 @@
+"""Grading a class, without kernels: collecting the files, the worker's bookkeeping, the order the
+notebooks are graded in, and what a run leaves in its folder (results.json, grades.csv, feedback,
+the report) and leaves alone on a re-run.
+
+A stand-in course scores a "notebook" from the JSON in its file, so a whole class runs in a
+fraction of a second; test_grader.py grades real notebooks with nbgrader."""
+
+import csv
+import json
+import re
+import threading
+import time
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from grader import autograde, grading
+from grader.course import SECTIONS
+
+
+# --- collecting submissions ------------------------------------------------------------------
+
+def test_collect_takes_single_notebooks_in_the_order_given(tmp_path):
+    for name in ("ben_02-positions.ipynb", "ada_01-heads.ipynb"):
+        (tmp_path / name).write_text("{}")
+    found = autograde.collect([tmp_path / "ben_02-positions.ipynb", tmp_path / "ada_01-heads.ipynb"])
+    assert found == [autograde.Submission("ben", tmp_path / "ben_02-positions.ipynb"),
+                     autograde.Submission("ada", tmp_path / "ada_01-heads.ipynb")]
+
+
+def test_collect_skips_jupyter_checkpoints_and_keeps_what_follows(tmp_path):
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    (tmp_path / ".ipynb_checkpoints" / "ada_01-heads-checkpoint.ipynb").write_text("{}")
+    (tmp_path / "ada_01-heads.ipynb").write_text("{}")
+    (tmp_path / "bob" / ".ipynb_checkpoints").mkdir(parents=True)
+    (tmp_path / "bob" / ".ipynb_checkpoints" / "01-heads-checkpoint.ipynb").write_text("{}")
+    (tmp_path / "bob" / "01-heads.ipynb").write_text("{}")
+    (tmp_path / "notes.txt").write_text("not a notebook")
+    found = autograde.collect([tmp_path])
+    assert found == [autograde.Submission("ada", tmp_path / "ada_01-heads.ipynb"),
+                     autograde.Submission("bob", tmp_path / "bob" / "01-heads.ipynb")]
+
+
+def test_collect_unpacks_a_zip_into_a_folder_of_its_own_when_none_is_given(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing may land in the working folder
+    with zipfile.ZipFile(tmp_path / "export.zip", "w") as archive:
+        archive.writestr("ada_01-heads.ipynb", '{"from": "zip"}')
+    [found] = autograde.collect([tmp_path / "export.zip"])
+    assert found.student == "ada" and found.path.name == "ada_01-heads.ipynb"
+    assert found.path.read_text() == '{"from": "zip"}'
+    assert tmp_path not in found.path.parents and found.path.parent.name == "export"
+
+
+def test_collect_names_a_path_that_does_not_exist(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"nowhere: no such file or folder"):
+        autograde.collect([tmp_path / "nowhere"])
+
+
+def test_a_file_name_without_a_student_id_is_refused_with_the_fix(tmp_path):
+    (tmp_path / "_01-heads.ipynb").write_text("{}")
+    with pytest.raises(ValueError, match=r"_01-heads.ipynb: the pattern .* finds no student id "
+                                         r"\(use --pattern with a group \(\?P<student>\.\.\.\)\)"):
+        autograde.collect([tmp_path / "_01-heads.ipynb"])
+
+
+# --- one worker ------------------------------------------------------------------------------
+
+class StandInCourse:
+    """Grades a "notebook" file holding JSON: {"section": ..., "scores": {task: points}} scores
+    each task out of 2; {"refuse": why} is not gradable; {"crash": why} breaks the grader."""
+
+    def __init__(self):
+        self.graded = []  # (student, file name) in the order graded
+
+    def grade(self, path, student="self"):
+        spec = json.loads(Path(path).read_text())
+        self.graded.append((student, Path(path).name))
+        if "refuse" in spec:
+            raise grading.NotGradable(spec["refuse"])
+        if "crash" in spec:
+            raise RuntimeError(spec["crash"])
+        tasks = [{"grade_id": f"test_{name}", "score": float(points), "max_score": 2.0,
+                  "message": "" if points == 2 else f"AssertionError: {name} is wrong"}
+                 for name, points in spec["scores"].items()]
+        return {"notebook": str(path), "section": spec["section"], "repairs": spec.get("repairs", []),
+                "interrupted": spec.get("interrupted", []), "tasks": tasks,
+                "score": sum(t["score"] for t in tasks), "max_score": 2.0 * len(tasks),
+                "written_max_score": 4.0}
+
+    def feedback_html(self, section, student="self"):
+        return f"<html>feedback for {student}, {section}</html>"
+
+
+def test_a_worker_returns_the_course_result_with_its_student_time_and_feedback(monkeypatch, tmp_path):
+    notebook = tmp_path / "ada_01-heads.ipynb"
+    notebook.write_text(json.dumps({"section": "01-heads", "scores": {"split": 2, "merge": 0}}))
+    monkeypatch.setattr(autograde, "_course", StandInCourse())
+    clock = iter([100.0, 103.14159])
+    monkeypatch.setattr(autograde.time, "perf_counter", lambda: next(clock))
+    result = autograde._grade("ada", str(notebook))
+    assert result["student"] == "ada" and result["error"] == "" and result["score"] == 2.0
+    assert result["feedback_html"] == "<html>feedback for ada, 01-heads</html>"
+    assert result["seconds"] == 3.14
+
+
+@pytest.mark.parametrize("spec, error", [
+    ({"refuse": "the file is empty"}, "the file is empty"),
+    ({"crash": "the kernel went away"}, "grading failed: RuntimeError: the kernel went away"),
+], ids=["not gradable", "grader crash"])
+def test_a_worker_records_a_failure_as_a_zero_with_the_reason_and_goes_on(monkeypatch, tmp_path, spec, error):
+    notebook = tmp_path / "ada_01-heads.ipynb"
+    notebook.write_text(json.dumps(spec))
+    monkeypatch.setattr(autograde, "_course", StandInCourse())
+    result = autograde._grade("ada", str(notebook))
+    assert result == {"notebook": str(notebook), "section": None, "score": 0.0, "max_score": 0.0,
+                      "tasks": [], "error": error, "feedback_html": None, "student": "ada",
+                      "seconds": result["seconds"]}
+
+
+@pytest.mark.parametrize("kernels", [None, "warm-server-folder"], ids=["fresh kernels", "warm kernels"])
+def test_a_worker_course_copies_the_template_and_limits_memory_only_for_fresh_kernels(monkeypatch, kernels):
+    made, limits = [], []
+    monkeypatch.setattr(grading, "GradingCourse", lambda **options: made.append(options) or "course")
+    from grader import warm_kernel
+    monkeypatch.setattr(warm_kernel.WarmKernels, "attach", staticmethod(lambda folder: f"attached to {folder}"))
+    monkeypatch.setattr(warm_kernel, "limit_memory", limits.append)
+    monkeypatch.setattr(autograde, "_course", None)
+    autograde._start_worker("template-folder", kernels, 45, 2048)
+    assert autograde._course == "course"
+    assert made == [{"timeout": 45, "template": "template-folder",
+                     "warm": f"attached to {kernels}" if kernels else False}]
+    assert limits == ([] if kernels else [2048])
+
+
+# --- the order of grading --------------------------------------------------------------------
+
+def _items(*names):
+    return [(name, autograde.Submission(name.split("_")[0], Path(f"{name}.ipynb")), "digest") for name in names]
+
+
+def test_grading_keeps_one_notebook_per_worker_and_learns_which_section_is_longest(monkeypatch):
+    seconds = {"01-heads": 5.0, "05-block": 1.0, "07-banking77": 3.0}
+    started, in_flight, most = [], [0], [0]
+    lock = threading.Lock()
+
+    def grade(student, path):
+        with lock:
+            started.append(Path(path).stem)
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        time.sleep(0.02)
+        with lock:
+            in_flight[0] -= 1
+        section = next(s for s in seconds if s in path)
+        return {"student": student, "notebook": path, "seconds": seconds[section]}
+
+    monkeypatch.setattr(autograde, "_grade", grade)
+    todo = _items("ada_01-heads", "bob_01-heads", "cyd_01-heads", "ada_05-block", "bob_05-block",
+                  "ada_07-banking77", "bob_07-banking77")
+    with ThreadPoolExecutor(4) as pool:  # room for more than asked: the order alone keeps it to 1
+        finished = list(autograde._longest_first(pool, todo, workers=1))
+    assert most[0] == 1
+    # one of each untimed section first, later sections first; then the longest mean first
+    assert started == ["ada_07-banking77", "ada_05-block", "ada_01-heads", "bob_01-heads",
+                       "cyd_01-heads", "bob_07-banking77", "bob_05-block"]
+    assert [item[0] for item, _ in finished] == started
+    assert all(result["notebook"] == str(item[1].path) for item, result in finished)
+    with ThreadPoolExecutor(4) as pool:
+        started.clear()
+        assert len(list(autograde._longest_first(pool, todo, workers=2))) == len(todo)
+    assert most[0] == 2 and sorted(started) == sorted(name for name, _, _ in todo)
+
+
+def test_a_section_expected_length_is_its_mean_not_its_total():
+    # 01-heads: one notebook of 4 s; 07-banking77: three of 2 s (6 s in all, 2 s on average)
+    waiting = _items("ada_01-heads", "ada_07-banking77")
+    assert autograde._next(waiting, {0: [4.0], 6: [2.0, 2.0, 2.0]})[0] == "ada_01-heads"
+
+
+def test_sections_not_yet_timed_come_before_any_timed_one_however_long():
+    waiting = _items("ada_01-heads", "ada_07-banking77", "ada_notes")
+    assert autograde._next(waiting, {6: [1000.0], -1: [1.0]})[0] == "ada_01-heads"
+    assert autograde._next(waiting, {0: [1.0], 6: [1000.0]})[0] == "ada_notes"  # no section: index -1
+
+
+def test_a_file_name_points_to_the_last_section_it_names():
+    assert autograde._section_index("ada_06-tiny-transformer.ipynb") == 5
+    assert autograde._section_index("class/01-heads/ada_03-norms.ipynb") == 2  # the file, not its folder
+    assert autograde._section_index("01-heads-then-05-block.ipynb") == 4
+    assert autograde._section_index("ada.ipynb") == -1
+
+
+# --- a class, start to end -------------------------------------------------------------------
+
+@pytest.fixture
+def stand_in_class(tmp_path, monkeypatch):
+    """`grade(*inputs, **options)`: autograde with the stand-in course on threads; returns
+    (results, the lines echoed). `grade.started` records the template course's options and
+    `grade.pools` each pool's workers and what each worker started with."""
+    course = StandInCourse()
+    started, pools = [], []
+
+    @contextmanager
+    def template_course(folder, timeout, warm, memory_mb):
+        started.append((timeout, warm, memory_mb))
+        yield folder / "course", None
+
+    def start_worker(*options):
+        pools[-1][1].append(options)
+        autograde._course = course
+
+    def pool(workers, initializer, initargs):
+        pools.append((workers, []))
+        return ThreadPoolExecutor(workers, initializer=initializer, initargs=initargs)
+
+    monkeypatch.setattr(autograde, "_template_course", template_course)
+    monkeypatch.setattr(autograde, "_start_worker", start_worker)
+    monkeypatch.setattr(autograde, "ProcessPoolExecutor", pool)
+    monkeypatch.setattr(autograde, "_course", None)
+    out = tmp_path / "graded" / "fall 2026"
+
+    def grade(*inputs, **options):
+        lines = []
+        results = autograde.autograde(inputs, out, echo=lines.append, **options)
+        return results, lines
+
+    grade.out, grade.course, grade.started, grade.pools = out, course, started, pools
+    return grade
+
+
+def _hand_in(folder, name, **spec):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(spec))
+    return folder / name
+
+
+def test_a_class_run_writes_results_grades_feedback_and_report(stand_in_class, tmp_path, capsys):
+    hand_in = tmp_path / "class"
+    _hand_in(hand_in, "ada_01-heads.ipynb", section="01-heads", scores={"split": 2, "merge": 2},
+             repairs=["metadata restored", "a check put back"], interrupted=["a cell ran past the 30 s limit", "another one too"])
+    _hand_in(hand_in, "ben_01-heads.ipynb", section="01-heads", scores={"split": 2, "merge": 0})
+    _hand_in(hand_in, "ben_03-norms.ipynb", refuse="not a readable notebook: <cut off>\nsecond line")
+    results, lines = stand_in_class(hand_in, workers=8, timeout=30, memory_mb=1024)
+    out = stand_in_class.out
+    assert lines == ["3 submissions, 0 already graded, 3 to grade"]
+    assert stand_in_class.started == [(30, None, 1024)]
+    [(workers, started)] = stand_in_class.pools
+    assert workers == 3  # no more workers than notebooks
+    assert {(template.name, kernels, timeout, memory_mb) for template, kernels, timeout, memory_mb in started} \
+        == {("course", None, 30, 1024)}
+    assert sorted(results) == ["ada/ada_01-heads.ipynb", "ben/ben_01-heads.ipynb", "ben/ben_03-norms.ipynb"]
+    ada, ben, broken = (results[k] for k in sorted(results))
+    versions = autograde.grading_versions()
+    assert ada["sha256"] == autograde._sha256(hand_in / "ada_01-heads.ipynb")
+    assert (ada["version"], ben["version"], broken["version"]) == (versions["01-heads"],) * 2 + (versions[None],)
+    assert "feedback_html" not in ada and ada["feedback"] == "feedback/ada/01-heads.html"
+    assert (out / "feedback/ada/01-heads.html").read_text() == "<html>feedback for ada, 01-heads</html>"
+    # a submission that could not be graded gets a page saying why, named after its file
+    assert broken["feedback"] == "feedback/ben/ben_03-norms.html"
+    page = (out / broken["feedback"]).read_text()
+    assert "<h1>ben_03-norms.ipynb</h1>" in page and "could not be graded and scores 0" in page
+    assert "&lt;cut off&gt;\nsecond line</pre>" in page and "<cut off>" not in page
+    assert json.loads((out / "results.json").read_text()) == results
+    assert not list(out.glob("*.tmp"))
+    printed, progress = capsys.readouterr()
+    printed = printed.splitlines()
+    assert "grading: 100%" in progress and "3/3 [" in progress and re.search(r"notebook/s|s/notebook", progress)
+    assert sorted(printed) == sorted([
+        "ada ada_01-heads.ipynb: 4/4 (0 s; repaired: metadata restored, a check put back; a cell ran past the 30 s limit; another one too)",
+        "ben ben_01-heads.ipynb: 2/4 (0 s)",
+        "ben ben_03-norms.ipynb: 0 points - not a readable notebook: <cut off>"])
+    rows = list(csv.DictReader(open(out / "grades.csv")))
+    assert [(r["student"], r["01-heads:test_split"], r["01-heads:test_merge"], r["total"]) for r in rows] == \
+        [("ada", "2.0", "2.0", "4.0"), ("ben", "2.0", "0.0", "2.0")]
+    assert "2/2" in (out / "report.html").read_text()
+
+
+def test_a_rerun_grades_only_what_is_new_changed_or_graded_by_changed_checks(stand_in_class, tmp_path, monkeypatch):
+    hand_in = tmp_path / "class"
+    _hand_in(hand_in, "ada_01-heads.ipynb", section="01-heads", scores={"split": 2})
+    _hand_in(hand_in, "ada_02-positions.ipynb", section="02-positions", scores={"sinusoid": 0})
+    _hand_in(hand_in, "ben_01-heads.ipynb", section="01-heads", scores={"split": 0})
+    first, _ = stand_in_class(hand_in, workers=1)
+    again, lines = stand_in_class(hand_in, workers=1)
+    assert lines == ["3 submissions, 3 already graded, 0 to grade"] and again == first
+    # ben hands in again, cyd hands in late
+    _hand_in(hand_in, "ben_01-heads.ipynb", section="01-heads", scores={"split": 2})
+    _hand_in(hand_in, "cyd_02-positions.ipynb", section="02-positions", scores={"sinusoid": 2})
+    stand_in_class.course.graded.clear()
+    later, lines = stand_in_class(hand_in, workers=1)
+    assert lines == ["4 submissions, 2 already graded, 2 to grade"]
+    assert sorted(stand_in_class.course.graded) == [("ben", "ben_01-heads.ipynb"), ("cyd", "cyd_02-positions.ipynb")]
+    assert later["ben/ben_01-heads.ipynb"]["score"] == 2.0
+    assert {k: later[k] for k in first if k != "ben/ben_01-heads.ipynb"} == \
+        {k: first[k] for k in first if k != "ben/ben_01-heads.ipynb"}
+    # a check of section 02 changes: its notebooks alone are graded again
+    versions = autograde.grading_versions()
+    monkeypatch.setattr(autograde, "grading_versions", lambda: {**versions, "02-positions": "changed"})
+    stand_in_class.course.graded.clear()
+    _, lines = stand_in_class(hand_in, workers=1)
+    assert lines == ["4 submissions, 2 already graded, 2 to grade"]
+    assert sorted(stand_in_class.course.graded) == [("ada", "ada_02-positions.ipynb"), ("cyd", "cyd_02-positions.ipynb")]
+
+
+def test_a_class_with_nothing_new_starts_no_workers_and_still_writes_the_tables(stand_in_class, tmp_path):
+    (tmp_path / "empty").mkdir()
+    results, lines = stand_in_class(tmp_path / "empty")
+    assert results == {} and lines == ["0 submissions, 0 already graded, 0 to grade"]
+    assert stand_in_class.pools == []
+    assert (stand_in_class.out / "grades.csv").read_text().splitlines() == ["student,total,problems"]
+    assert (stand_in_class.out / "report.html").is_file()
+
+
+def test_the_pool_has_as_many_workers_as_asked_or_cores(stand_in_class, tmp_path, monkeypatch):
+    hand_in = tmp_path / "class"
+    for student in ("ada", "ben", "cyd", "dan"):
+        _hand_in(hand_in, f"{student}_01-heads.ipynb", section="01-heads", scores={"split": 2})
+    monkeypatch.setattr(autograde.os, "cpu_count", lambda: 3)
+    stand_in_class(hand_in)
+    (hand_in / "dan_01-heads.ipynb").unlink()
+    _hand_in(hand_in, "eve_01-heads.ipynb", section="01-heads", scores={"split": 2})
+    stand_in_class(hand_in, workers=2)
+    assert [workers for workers, _ in stand_in_class.pools] == [3, 1]
+
+
+def test_a_class_handed_in_as_an_lms_zip_is_unpacked_beside_the_grades_and_read_by_the_pattern(
+        stand_in_class, tmp_path):
+    with zipfile.ZipFile(tmp_path / "week 3.zip", "w") as archive:
+        archive.writestr("attempt-ada-01-heads.ipynb", json.dumps({"section": "01-heads", "scores": {"split": 2}}))
+    results, _ = stand_in_class(tmp_path / "week 3.zip", pattern=r"attempt-(?P<student>[a-z]+)-")
+    [(key, result)] = results.items()
+    assert key == "ada/attempt-ada-01-heads.ipynb" and result["score"] == 2.0
+    assert result["notebook"] == str(stand_in_class.out / "unpacked" / "week 3" / "attempt-ada-01-heads.ipynb")
+    # the defaults: a minute per cell, 4 GiB per kernel, warm kernels where the platform allows
+    assert stand_in_class.started == [(60, None, 4096)]
+
+
+def test_without_a_core_count_the_class_is_graded_by_one_worker(stand_in_class, tmp_path, monkeypatch):
+    hand_in = tmp_path / "class"
+    for student in ("ada", "ben"):
+        _hand_in(hand_in, f"{student}_01-heads.ipynb", section="01-heads", scores={"split": 2})
+    monkeypatch.setattr(autograde.os, "cpu_count", lambda: None)
+    stand_in_class(hand_in)
+    assert [workers for workers, _ in stand_in_class.pools] == [1]
+
+
+def test_results_are_saved_whole_after_every_notebook(stand_in_class, tmp_path, monkeypatch):
+    hand_in = tmp_path / "class"
+    for student in ("ada", "ben", "cyd"):
+        _hand_in(hand_in, f"{student}_01-heads.ipynb", section="01-heads", scores={"split": 2})
+    saved = []
+    real_save = autograde._save
+
+    def save(store, results):
+        real_save(store, results)
+        saved.append(sorted(json.loads(store.read_text())))
+    monkeypatch.setattr(autograde, "_save", save)
+    stand_in_class(hand_in, workers=1)
+    assert [len(keys) for keys in saved] == [1, 2, 3]
+    text = (stand_in_class.out / "results.json").read_text()
+    assert text == json.dumps(json.loads(text), indent=1, sort_keys=True)
+
+
+# --- the grade table -------------------------------------------------------------------------
+
+def test_grades_csv_puts_sections_in_course_order_and_reads_results_of_older_runs(tmp_path):
+    def result(student, section, score, **extra):
+        return {"student": student, "section": section, "notebook": f"{student}_{section}.ipynb", "error": "",
+                "score": score, "max_score": 2.0, **extra,
+                "tasks": [{"grade_id": "test_x", "score": score, "max_score": 2.0, "message": ""}]}
+    # results.json of an earlier version of the grader has no "interrupted" entry
+    results = {"a": result("ada", SECTIONS[6], 2.0), "b": result("ada", SECTIONS[1], 1.5, interrupted=[])}
+    autograde._write_grades(tmp_path / "grades.csv", results)
+    with open(tmp_path / "grades.csv", newline="") as f:
+        text = f.read()
+    assert text.splitlines()[0] == (f"student,{SECTIONS[1]}:test_x,{SECTIONS[1]}:total,"
+                                    f"{SECTIONS[6]}:test_x,{SECTIONS[6]}:total,total,problems")
+    assert text.splitlines()[1] == "ada,1.5,1.5,2.0,2.0,3.5,"

@@ -1,0 +1,217 @@
+"""The report an instructor reads after grading: the pass rate of each task, the most frequent
+failure messages, the submissions that could not be graded or had a cell interrupted, and the
+histogram of scores in scores.png; cell by cell, bar by bar."""
+
+import re
+import struct
+
+import matplotlib
+import pytest
+from matplotlib import cycler
+from matplotlib.colors import to_rgba
+from matplotlib.figure import Figure
+
+from grader.report import write_report
+
+
+def _graded(student, section, tasks, notebook=None, interrupted=()):
+    """A graded submission; `tasks` maps a grade id to (score, failure message), out of 2 points."""
+    return {"student": student, "section": section, "notebook": notebook or f"{student}/{section}.ipynb",
+            "score": sum(score for score, _ in tasks.values()), "max_score": 2.0 * len(tasks),
+            "tasks": [{"grade_id": grade_id, "score": score, "max_score": 2.0, "message": message}
+                      for grade_id, (score, message) in tasks.items()],
+            "error": "", "interrupted": list(interrupted)}
+
+
+def _broken(student, notebook, error):
+    return {"student": student, "section": None, "notebook": notebook, "score": 0.0, "max_score": 0.0,
+            "tasks": [], "error": error}
+
+
+def _scored(student, score, max_score):
+    """A graded submission with `score` of `max_score` points, its tasks beside the point."""
+    return {"student": student, "section": "01-heads", "notebook": f"{student}.ipynb", "score": score,
+            "max_score": max_score, "tasks": [], "error": "", "interrupted": []}
+
+
+def _between(html, start, end):
+    """The part of the page after `start` up to the next `end`."""
+    return html.split(start, 1)[1].split(end, 1)[0]
+
+
+def _rates(html):
+    return _between(html, "<th>rate</th></tr>", "</table>")
+
+
+def _failures(html):
+    return _between(html, "<th>message</th></tr>", "</table>")
+
+
+def _not_graded(html):
+    return _between(html, "<h2>Submissions that could not be graded</h2><ul>", "</ul>")
+
+
+def _interrupted(html):
+    return _between(html, "this list the cause.</p>\n<ul>", "</ul>")
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures write_report saves, kept to look at what they show."""
+    figures, save = [], Figure.savefig
+
+    def keep(figure, *args, **kwargs):
+        figures.append(figure)
+        return save(figure, *args, **kwargs)
+    monkeypatch.setattr(Figure, "savefig", keep)
+    return figures
+
+
+# --- the tables -------------------------------------------------------------------------------
+
+def test_report_is_written_as_report_html_in_the_output_folder(tmp_path):
+    path = write_report(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (2.0, "")})})
+    assert path == tmp_path / "report.html"
+    assert "<td>01-heads</td><td>test_f</td><td>1/1</td><td>100%</td>" in path.read_text()
+
+
+def test_pass_rates_follow_the_course_order_of_sections_and_the_notebook_order_of_tasks(tmp_path):
+    # ada (listed first) handed in section 2 only; the tasks of section 1 come in notebook order,
+    # not alphabetically: test_split_heads before test_merge_heads
+    results = {"ada": _graded("ada", "02-positions", {"test_sinusoid": (2.0, "")}),
+               "ben": _graded("ben", "01-heads", {"test_split_heads": (2.0, ""),
+                                                  "test_merge_heads": (0.0, "AssertionError: shape")}),
+               "cyd": _graded("cyd", "01-heads", {"test_split_heads": (0.0, "NameError: name 'split_heads'"),
+                                                  "test_merge_heads": (0.0, "AssertionError: shape")})}
+    html = write_report(tmp_path, results).read_text()
+    assert _rates(html) == ("<tr><td>01-heads</td><td>test_split_heads</td><td>1/2</td><td>50%</td></tr>"
+                            "<tr><td>01-heads</td><td>test_merge_heads</td><td>0/2</td><td>0%</td></tr>"
+                            "<tr><td>02-positions</td><td>test_sinusoid</td><td>1/1</td><td>100%</td></tr>")
+
+
+def test_failure_messages_are_counted_by_their_first_line_most_common_first(tmp_path):
+    results = {"ada": _graded("ada", "01-heads", {"test_f": (0.0, "NameError: name 'f' is not defined"),
+                                                  "test_g": (0.0, "AssertionError: shape (2, 4)\nexpected (4, 2)")}),
+               "ben": _graded("ben", "01-heads", {"test_f": (2.0, ""),
+                                                  "test_g": (0.0, "AssertionError: shape (2, 4)\nfrom line 3")})}
+    html = write_report(tmp_path, results).read_text()
+    assert _failures(html) == (
+        "<tr><td>2</td><td>test_g</td><td><code>AssertionError: shape (2, 4)</code></td></tr>"
+        "<tr><td>1</td><td>test_f</td><td><code>NameError: name &#x27;f&#x27; is not defined</code></td></tr>")
+
+
+def test_a_long_failure_message_is_cut_at_300_characters(tmp_path):
+    message = "AssertionError: " + "x" * 400
+    html = write_report(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (0.0, message)})}).read_text()
+    assert _failures(html) == f"<tr><td>1</td><td>test_f</td><td><code>{message[:300]}</code></td></tr>"
+
+
+def test_the_report_lists_the_15_most_frequent_failures_only(tmp_path):
+    # ada fails 16 tasks, ben the first 15 of them: the 16th, failed once, is left out
+    ada = {f"test_{i:02}": (0.0, f"AssertionError: {i}") for i in range(16)}
+    ben = {f"test_{i:02}": (0.0, f"AssertionError: {i}") for i in range(15)}
+    html = write_report(tmp_path, {"a": _graded("ada", "01-heads", ada),
+                                   "b": _graded("ben", "01-heads", ben)}).read_text()
+    rows = re.findall(r"<tr><td>(\d+)</td><td>(\w+)</td>", _failures(html))
+    assert rows == [("2", f"test_{i:02}") for i in range(15)]
+
+
+def test_submissions_that_could_not_be_graded_are_listed_by_student_then_file(tmp_path):
+    results = {"1": _broken("cyd", "in/cyd_07-banking77.ipynb", "the file is empty"),
+               "2": _broken("ben", "in/ben_01-heads.ipynb", "no such file"),
+               "3": _broken("cyd", "in/cyd_01-heads.ipynb", "not a readable notebook"),
+               "4": _graded("ada", "01-heads", {"test_f": (2.0, "")})}
+    html = write_report(tmp_path, results).read_text()
+    assert "<p>4 submissions: 1 graded, 3 could not be graded (scored 0).</p>" in html
+    assert _not_graded(html) == ("<li>ben, ben_01-heads.ipynb: no such file</li>"
+                                 "<li>cyd, cyd_01-heads.ipynb: not a readable notebook</li>"
+                                 "<li>cyd, cyd_07-banking77.ipynb: the file is empty</li>")
+
+
+def test_cells_interrupted_at_the_time_limit_are_listed_per_submission(tmp_path):
+    limit = "a cell ran past the 30 s limit: In "
+    results = {"b": _graded("ben", "01-heads", {"test_f": (0.0, "NameError: f")}, notebook="ben.ipynb",
+                            interrupted=[limit + "[4]", limit + "[9]"]),
+               "a": _graded("ada", "01-heads", {"test_f": (0.0, "NameError: f")}, notebook="ada.ipynb",
+                            interrupted=[limit + "[2]"]),
+               "c": _graded("cyd", "01-heads", {"test_f": (2.0, "")})}
+    html = write_report(tmp_path, results).read_text()
+    assert _interrupted(html) == ("<li>ada, ada.ipynb: a cell ran past the 30 s limit: In [2]</li>"
+                                  "<li>ben, ben.ipynb: a cell ran past the 30 s limit: In [4]</li>"
+                                  "<li>ben, ben.ipynb: a cell ran past the 30 s limit: In [9]</li>")
+
+
+def test_a_result_stored_before_time_limits_were_recorded_has_no_interrupted_cells(tmp_path):
+    old = _graded("ada", "01-heads", {"test_f": (2.0, "")})
+    del old["interrupted"]  # results.json of an earlier grader, reused for an unchanged submission
+    html = write_report(tmp_path, {"a": old}).read_text()
+    assert _interrupted(html) == "<li>none</li>"
+
+
+def test_empty_lists_say_none(tmp_path):
+    html = write_report(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (2.0, "")})}).read_text()
+    assert _not_graded(html) == "<li>none</li>" and _interrupted(html) == "<li>none</li>"
+    assert _failures(html) == ""
+
+
+def test_names_and_messages_are_escaped_not_read_as_html(tmp_path):
+    results = {"a": _graded("<b>ada</b>", "01-heads", {"test_<f>": (0.0, "AssertionError: x < 0 & y > 1")},
+                            notebook="<i>.ipynb", interrupted=["`while x < 1 & True:`"]),
+               "b": _broken("ben & co", "<script>.ipynb", "unexpected <EOF>")}
+    html = write_report(tmp_path, results).read_text()
+    assert "<tr><td>01-heads</td><td>test_&lt;f&gt;</td><td>0/1</td><td>0%</td></tr>" in _rates(html)
+    assert _failures(html) == ("<tr><td>1</td><td>test_&lt;f&gt;</td>"
+                               "<td><code>AssertionError: x &lt; 0 &amp; y &gt; 1</code></td></tr>")
+    assert _not_graded(html) == "<li>ben &amp; co, &lt;script&gt;.ipynb: unexpected &lt;EOF&gt;</li>"
+    assert _interrupted(html) == "<li>&lt;b&gt;ada&lt;/b&gt;, &lt;i&gt;.ipynb: `while x &lt; 1 &amp; True:`</li>"
+
+
+# --- the histogram ----------------------------------------------------------------------------
+
+def test_histogram_counts_graded_submissions_in_bins_of_ten_percent_full_marks_in_the_last(tmp_path, drawn):
+    # one submission at each multiple of 10 % (0 %, 10 %, ..., 100 %), out of 100 points, one out
+    # of 1 point at 99 %; one with nothing to score and one not graded, both left out
+    results = {f"s{k}": _scored(f"s{k}", float(k), 100.0) for k in range(0, 101, 10)}
+    results["nearly"] = _scored("nearly", 0.99, 1.0)
+    results["nothing"] = _scored("nothing", 0.0, 0.0)
+    results["broken"] = _broken("zed", "zed.ipynb", "the file is empty")
+    write_report(tmp_path, results)
+    [figure] = drawn
+    [axes] = figure.axes
+    bars = axes.patches
+    assert [bar.get_height() for bar in bars] == [1, 1, 1, 1, 1, 1, 1, 1, 1, 3]
+    assert [bar.get_x() for bar in bars] + [bars[-1].get_x() + bars[-1].get_width()] == \
+        pytest.approx([0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100.01])
+    assert axes.get_title() == "12 graded submissions"
+    assert axes.get_xlabel() == "score (% of the autograded points)"
+    assert axes.get_ylabel() == "submissions"
+
+
+def test_histogram_looks_the_same_whatever_the_instructors_matplotlib_settings(tmp_path, drawn):
+    """Blue bars parted by white edges, in a 600 x 350 pixel image, even under a style that
+    changes the colour cycle, the edges and the resolution of saved figures."""
+    results = {"a": _scored("ada", 1.0, 2.0), "b": _scored("ben", 2.0, 2.0)}
+    settings = {"axes.prop_cycle": cycler(color=["red"]), "patch.force_edgecolor": True,
+                "patch.edgecolor": "black", "savefig.dpi": 200, "figure.figsize": (8, 8)}
+    with matplotlib.rc_context(settings):
+        write_report(tmp_path, results)
+    [figure] = drawn
+    for bar in figure.axes[0].patches:
+        assert bar.get_facecolor() == to_rgba("tab:blue")
+        assert bar.get_edgecolor() == to_rgba("white")
+    png = (tmp_path / "scores.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", png[16:24]) == (600, 350)
+
+
+def test_writing_the_report_leaves_the_callers_matplotlib_alone(tmp_path):
+    """An instructor grading from a notebook keeps inline plots: no backend switch, no stray figure."""
+    import matplotlib.pyplot as plt
+    previous = matplotlib.get_backend()
+    matplotlib.use("svg")  # any backend but the Agg the report draws with
+    try:
+        figures = plt.get_fignums()
+        write_report(tmp_path, {"a": _scored("ada", 1.0, 2.0)})
+        assert matplotlib.get_backend() == "svg" and plt.get_fignums() == figures
+    finally:
+        matplotlib.use(previous)
