@@ -99,7 +99,8 @@ def check(args):
         print(f"  {note}")
     width = max(len(t["grade_id"]) for t in result["tasks"])
     for task in result["tasks"]:
-        verdict = "passed" if not task["message"] else task["message"].splitlines()[0]
+        verdict = task["message"].splitlines()[0] if task["message"] else \
+            "passed" if task["score"] == task["max_score"] else "failed, and nbgrader gave no reason"
         print(f"  {task['grade_id']:<{width}}  {task['score']:g}/{task['max_score']:g}  {verdict}")
     print(f"score {result['score']:g}/{result['max_score']:g} "
           f"(+ {result['written_max_score']:g} points of written answers, graded by hand)")

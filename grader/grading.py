@@ -94,14 +94,20 @@ def _interrupted_cells(notebook, timeout):
     return [f"a cell ran past the {timeout} s limit and was interrupted: In [{cell.execution_count}], "
             f"`{cell.source.strip().splitlines()[0][:60]}`"
             for cell in notebook.cells if cell.cell_type == "code" and cell.source.strip()
-            and any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in cell.get("outputs", []))]
+            and any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in cell.outputs)]
 
 
 def _message(cell):
-    """The failure text of an autograded check cell, or "" when it passed."""
-    for output in cell.get("outputs", []):
+    """The failure text of an autograded check cell, or "" when it passed. nbgrader also fails a
+    check cell that wrote to stderr, with no error to quote: the message then says so."""
+    outputs = cell.outputs
+    for output in outputs:
         if output.output_type == "error":
             return f"{output.ename}: {output.evalue}".strip()
+    for output in outputs:
+        if output.output_type == "stream" and output.name == "stderr":
+            first = (output.text.strip().splitlines() or ["(blank)"])[0][:200]
+            return f"the check cell wrote to stderr, which nbgrader scores as a failure: {first}"
     return ""
 
 

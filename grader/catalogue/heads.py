@@ -299,6 +299,15 @@ def merge_heads(h):
     b, heads, s, dh = h.shape
     return h.transpose(1, 2).contiguous().view(b, s, heads * dh)
 '''),
+    Right("merge_heads", "right, and it warns and prints as it works", '''\
+import warnings
+
+
+def merge_heads(h):
+    warnings.warn(f"merge_heads copies {h.shape[1]} heads into one tensor")
+    print("merging", tuple(h.shape))
+    return h.transpose(1, 2).flatten(2)
+'''),
     Right("merge_heads", "transpose then flatten(2)", '''\
 def merge_heads(h):
     return h.transpose(1, 2).flatten(2)

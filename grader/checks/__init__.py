@@ -6,7 +6,9 @@ what was expected, and the likely mistake. One module per section; this file hol
 they share.
 """
 
+import contextlib
 import functools
+import sys
 
 import torch
 
@@ -14,12 +16,17 @@ import torch
 def task(check):
     """Mark a check a notebook calls: when it fails, the student's traceback shows the check cell
     and the message, not the check's own lines (IPython hides frames that set __tracebackhide__,
-    all but the last). The student's own error, if any, stays attached as the cause."""
+    all but the last). The student's own error, if any, stays attached as the cause.
+
+    What the student's code writes to stderr while the check runs (a warning, say) is shown on
+    stdout instead: nbgrader scores a check cell with any stderr output as failed, and a right
+    answer that warns must not lose its points."""
     @functools.wraps(check)
     def run(*args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 (read by IPython)
         try:
-            return check(*args, **kwargs)
+            with contextlib.redirect_stderr(sys.stdout):
+                return check(*args, **kwargs)
         except AssertionError as error:
             raise AssertionError(*error.args) from error.__cause__
     return run
