@@ -3,10 +3,12 @@
 import csv
 import hashlib
 import io
+import locale
 import re
 import subprocess
 import sys
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -142,9 +144,9 @@ def _replace_field(line, column, value):
     return out.getvalue()
 
 
-def _missing_column():
+def _missing_columns():
     lines = _lines()
-    return "".join(",".join(f for f in line.rstrip("\n").split(",") if f != "style") + "\n"
+    return "".join(",".join(f for f in line.rstrip("\n").split(",") if f not in ("team", "style")) + "\n"
                    if i == 0 else line for i, line in enumerate(lines)), 1
 
 
@@ -166,21 +168,89 @@ def _cut_inside_quoted_text():
     return "".join(lines[:-1]) + last[:last.index(',"') + 12], len(lines)
 
 
+def _text_after_a_closing_quote():
+    lines = _lines()
+    fields = next(csv.reader([lines[2]]))
+    lines[2] = f'{fields[0]},"{fields[1]}"?,{fields[2]},{fields[3]}\n'
+    return "".join(lines), 3
+
+
 def _cut_inside_row():
     lines = _lines()  # cut after the team, so the row ends one field short
     return "".join(lines[:-1]) + lines[-1][:lines[-1].rindex(",") - 2], len(lines)
 
 
-@pytest.mark.parametrize("damage", [_missing_column, _unknown_team, _empty_text,
-                                    _cut_inside_quoted_text, _cut_inside_row])
+_DAMAGES = {  # what the message says after "line N: "
+    _missing_columns: r"missing column\(s\) team, style; expected the header ticket_id,text,team,style, "
+                      r"found ticket_id,text$",
+    _unknown_team: r"unknown team 'garden'; expected one of delivery, returns, payment, warranty, account$",
+    _empty_text: r"empty text in ticket 'LF-\d{6}'$",
+    _cut_inside_quoted_text: r"not valid CSV \(.+\); is the file truncated\?$",
+    _text_after_a_closing_quote: r"not valid CSV \(.+\); is the file truncated\?$",
+    _cut_inside_row: r"3 fields where the header has 4; is the file truncated or a comma unquoted\?$",
+}
+
+
+@pytest.mark.parametrize("damage", _DAMAGES, ids=lambda damage: damage.__name__.strip("_"))
 def test_damaged_file_is_refused_naming_the_file_and_line(tmp_path, damage):
     content, line = damage()
     path = tmp_path / f"{damage.__name__.strip('_')}.csv"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(ticketnet.DataError) as error:
         ticketnet.load_split(path)
-    assert str(path) in str(error.value)
-    assert f"line {line}:" in str(error.value)
+    assert str(error.value).startswith(f"{path}: line {line}: ")
+    assert re.search(_DAMAGES[damage], str(error.value)), str(error.value)
+
+
+@contextmanager
+def _ascii_locale():
+    """Python reads a file in the locale's encoding unless told otherwise: in the C locale that is
+    ASCII, as on a Windows machine it is cp1252."""
+    old = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, old)
+
+
+def test_load_split_reads_utf8_whatever_the_locale(splits):
+    assert any(not row["text"].isascii() for row in splits["valid"])
+    with _ascii_locale():
+        assert ticketnet.load_split(DATA / "valid.csv") == splits["valid"]
+
+
+def test_load_split_keeps_line_breaks_inside_a_quoted_text_as_written(tmp_path):
+    path = tmp_path / "excel.csv"
+    path.write_bytes(b'ticket_id,text,team,style\r\n'
+                     b'LF-000001,"Hello,\r\nmy parcel is late",delivery,plain\r\n')
+    assert ticketnet.load_split(path) == [{"ticket_id": "LF-000001", "text": "Hello,\r\nmy parcel is late",
+                                           "team": "delivery", "style": "plain"}]
+
+
+def test_load_split_skips_blank_lines_and_reads_the_tickets_after_them(tmp_path):
+    lines = _lines()
+    path = tmp_path / "gaps.csv"
+    path.write_text("".join(lines[:3]) + "\n" + "".join(lines[3:]), encoding="utf-8")
+    assert ticketnet.load_split(path) == ticketnet.load_split(DATA / "valid.csv")[:len(lines) - 1]
+
+
+def test_load_split_refuses_a_missing_file_naming_the_splits(tmp_path):
+    with pytest.raises(ticketnet.DataError, match=r"nothing\.csv: no such file \(the splits are "
+                                                  r"data/train\.csv, valid\.csv, test\.csv\)$"):
+        ticketnet.load_split(tmp_path / "nothing.csv")
+
+
+@pytest.mark.parametrize("content, says", [
+    ("", "the file is empty; expected a header ticket_id,text,team,style"),
+    ("ticket_id,text,team,style\n", "a header but no tickets"),
+], ids=["empty", "header only"])
+def test_load_split_refuses_a_file_without_tickets_saying_what_it_found(tmp_path, content, says):
+    path = tmp_path / "split.csv"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ticketnet.DataError) as error:
+        ticketnet.load_split(path)
+    assert str(error.value) == f"{path}: {says}"
 
 
 # --- the data card --------------------------------------------------------------------------

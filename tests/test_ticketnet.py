@@ -1,11 +1,22 @@
 """The course library: every public function, its bad inputs, and the facts the lessons quote."""
 
 import hashlib
+import io
+import locale
+import math
+import random
+import re
 import shutil
+import sys
+import types
+import warnings
+from contextlib import contextmanager
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 import ticketnet as tn
 
@@ -32,7 +43,7 @@ def test_tokenize_lowercases_and_keeps_punctuation_and_apostrophes():
 
 
 def test_tokenize_refuses_a_non_string():
-    with pytest.raises(TypeError, match="string"):
+    with pytest.raises(TypeError, match="tokenize takes a string, got list"):
         tn.tokenize(["a", "list"])
 
 
@@ -48,8 +59,8 @@ def test_vocab_reserves_pad_and_unknown_and_keeps_words_seen_twice():
 
 
 def test_vocab_orders_by_frequency_then_alphabet():
-    vocab = tn.Vocab(["b a a", "c b a"], min_count=1)
-    assert vocab.itos[2:] == ["a", "b", "c"]
+    vocab = tn.Vocab(["d b a b", "c b a c"], min_count=1)  # b three times, a and c twice, d once
+    assert vocab.itos[2:] == ["b", "a", "c", "d"]
 
 
 def test_vocab_encode_maps_unknown_words_to_unk_and_decode_skips_pads():
@@ -61,7 +72,7 @@ def test_vocab_encode_maps_unknown_words_to_unk_and_decode_skips_pads():
 
 
 def test_vocab_refuses_a_single_string_and_a_bad_min_count():
-    with pytest.raises(TypeError, match="list of texts"):
+    with pytest.raises(TypeError, match="^Vocab takes a list of texts, got one string$"):
         tn.Vocab("one ticket")
     with pytest.raises(ValueError, match="min_count"):
         tn.Vocab(TEXTS, min_count=0)
@@ -77,10 +88,12 @@ def test_token_ids_pads_to_the_longest_row_and_cuts_at_max_tokens():
     assert tn.token_ids(ROWS, vocab, max_tokens=3).shape == (len(ROWS), 3)
     long_text = " ".join(["lamp"] * 500)
     assert tn.token_ids([long_text], vocab).shape == (1, tn.MAX_TOKENS)
+    assert tn.token_ids(["lamp", "lamp"], vocab).tolist() == [[vocab.stoi["lamp"]]] * 2  # one column
+    assert tn.token_ids([""], vocab).tolist() == [[tn.PAD]]  # no words still make a column
 
 
 def test_token_ids_refuses_no_rows():
-    with pytest.raises(ValueError, match="at least one row"):
+    with pytest.raises(ValueError, match="^token_ids needs at least one row$"):
         tn.token_ids([], tn.Vocab(TEXTS))
 
 
@@ -89,15 +102,26 @@ def test_labels_are_team_indices_and_unknown_teams_are_named():
     with pytest.raises(ValueError, match="garden"):
         tn.labels([{"team": "garden"}])
     assert tn.labels([{"category": "b"}], classes=("a", "b"), column="category").tolist() == [1]
+    assert tn.labels([]).dtype == torch.long  # no rows: still labels, not floats
+
+
+def test_labels_error_names_the_first_five_unknown_and_the_first_eight_classes():
+    rows = [{"intent": name} for name in "uvwxyz"]
+    expected = ("unknown intent ['u', 'v', 'w', 'x', 'y']; "
+                "expected one of ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']...")
+    with pytest.raises(ValueError) as error:
+        tn.labels(rows, classes=tuple("abcdefghij"), column="intent")
+    assert str(error.value) == expected
 
 
 # --- seeds and counts ------------------------------------------------------------------------
 
-def test_set_seed_repeats_weights():
+def test_set_seed_repeats_weights_and_python_and_numpy_draws():
     tn.set_seed(3)
-    a = nn.Linear(4, 4).weight.clone()
+    draws = nn.Linear(4, 4).weight.clone(), random.random(), np.random.rand()
     tn.set_seed(3)
-    assert torch.equal(a, nn.Linear(4, 4).weight)
+    assert torch.equal(draws[0], nn.Linear(4, 4).weight)
+    assert (random.random(), np.random.rand()) == draws[1:]
 
 
 def test_count_parameters_counts_every_number():
@@ -121,7 +145,7 @@ def test_attention_matches_pytorch_and_blocks_masked_keys():
 
 def test_attention_refuses_a_mask_with_too_few_dimensions_and_a_float_mask():
     q = torch.randn(2, 4, 5, 16)
-    with pytest.raises(ValueError, match=r"\(batch, 1, 1, keys\)"):
+    with pytest.raises(ValueError, match=r"broadcasts, for heads a padding mask is \(batch, 1, 1, keys\)$"):
         tn.attention(q, q, q, torch.zeros(2, 1, 5, dtype=torch.bool))
     with pytest.raises(TypeError, match="bool"):
         tn.attention(q, q, q, torch.zeros(2, 1, 1, 5))
@@ -142,6 +166,60 @@ def test_tiny_transformer_parameter_counts_follow_from_its_shape():
     assert total == sum(parts.values())
     assert tn.count_parameters(tn.TinyTransformer(vocab, heads=8)) == total
     assert tn.count_parameters(tn.TinyTransformer(vocab, positions=False)) == total - table * d
+
+
+def test_baseline_parameter_counts_follow_from_their_shape():
+    vocab, hidden, teams = 3425, 64, len(tn.TEAMS)
+    assert tn.count_parameters(tn.BagOfWordsNet(vocab)) == vocab * hidden + hidden + hidden * teams + teams
+    assert tn.count_parameters(tn.AverageEmbeddingNet(vocab)) == vocab * hidden + hidden * teams + teams
+
+
+@pytest.mark.parametrize("make", [tn.TinyTransformer, tn.AverageEmbeddingNet])
+def test_the_pad_token_vector_is_zero_and_never_learns(make):
+    torch.manual_seed(0)
+    model = make(40)
+    assert model.embed.weight[tn.PAD].abs().max() == 0
+    model(torch.tensor([[5, 6, tn.PAD, tn.PAD]])).sum().backward()
+    assert model.embed.weight.grad[tn.PAD].abs().max() == 0 < model.embed.weight.grad[5].abs().max()
+
+
+@pytest.mark.parametrize("make", [tn.TinyTransformer, tn.BagOfWordsNet, tn.AverageEmbeddingNet])
+def test_routers_compute_on_the_device_of_their_input(make):
+    """The meta device stands in for a GPU: a tensor made on the CPU inside forward would clash."""
+    model = make(50).to("meta").eval()
+    assert model(torch.ones(2, 5, dtype=torch.long, device="meta")).device.type == "meta"
+
+
+def test_tiny_transformer_adds_the_position_vector_to_each_token_vector():
+    """A position table holding the same vector c everywhere reads like token vectors moved by c."""
+    torch.manual_seed(0)
+    with_positions = tn.TinyTransformer(50).eval()
+    without = tn.TinyTransformer(50, positions=False).eval()
+    c = torch.randn(64)
+    with torch.no_grad():
+        with_positions.position.weight[:] = c
+        without.load_state_dict({name: value for name, value in with_positions.state_dict().items()
+                                 if not name.startswith("position")})
+        without.embed.weight += c
+        ids = torch.tensor([[5, 6, 7, tn.PAD]])
+        assert torch.allclose(with_positions(ids), without(ids), atol=1e-5)
+
+
+def test_tiny_transformer_dropout_argument_reaches_the_blocks():
+    ids = torch.tensor([[5, 6, 7, 8]])
+    torch.manual_seed(0)
+    model = tn.TinyTransformer(50, dropout=0.0).train()
+    assert torch.equal(model(ids), model(ids)), "dropout=0 left randomness in training mode"
+    model = tn.TinyTransformer(50, dropout=0.5).train()
+    assert not torch.equal(model(ids), model(ids))
+
+
+def test_building_and_running_a_tiny_transformer_warns_about_nothing():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = tn.TinyTransformer(50)
+        model(torch.tensor([[5, 6, tn.PAD]]))
+        model.eval()(torch.tensor([[5, 6, tn.PAD]]))
 
 
 def test_tiny_transformer_reads_unknown_words_and_ignores_only_padding():
@@ -177,6 +255,7 @@ def test_tiny_transformer_ignores_pads_and_scores_each_ticket():
 
 def test_tiny_transformer_refuses_a_sequence_longer_than_its_table_naming_the_limit():
     model = tn.TinyTransformer(50, max_tokens=10)
+    assert model(torch.ones(1, 10, dtype=torch.long)).shape == (1, len(tn.TEAMS))  # a full table is fine
     with pytest.raises(ValueError, match="11 tokens.*table has 10"):
         model(torch.ones(1, 11, dtype=torch.long))
 
@@ -192,11 +271,53 @@ def test_order_blind_baselines_score_a_reordered_ticket_the_same(make):
         assert torch.allclose(model(ids), model(ids[:, :4]), atol=1e-6)
 
 
+def test_bag_of_words_reads_a_one_for_each_word_present_and_nothing_for_pads():
+    torch.manual_seed(0)
+    model = tn.BagOfWordsNet(10).eval()
+    present = torch.zeros(1, 10)
+    present[0, [3, 5]] = 1.0  # word 5 twice still counts once; the pads not at all
+    with torch.no_grad():
+        expected = model.out(torch.relu(model.hidden(present)))
+        assert torch.allclose(model(torch.tensor([[3, 5, 5, tn.PAD, tn.PAD]])), expected, atol=1e-6)
+
+
+def test_average_embedding_net_averages_the_vectors_of_the_real_words():
+    torch.manual_seed(0)
+    model = tn.AverageEmbeddingNet(10).eval()
+    vectors = model.embed.weight
+    with torch.no_grad():
+        assert torch.allclose(model(torch.tensor([[4, tn.PAD, tn.PAD]])), model.out(vectors[4:5]), atol=1e-6)
+        assert torch.allclose(model(torch.tensor([[4, 6, tn.PAD]])),
+                              model.out((vectors[4:5] + vectors[6:7]) / 2), atol=1e-6)
+
+
 def test_tfidf_router_fits_rows_and_scores_accuracy():
     router = tn.TfidfRouter().fit(ROWS * 3)
     assert router.score(ROWS) == 1.0
     assert router.predict(["my card was charged twice"]) == ["payment"]
     assert router.score(TEXTS, [r["team"] for r in ROWS]) == 1.0
+    router = tn.TfidfRouter().fit(TEXTS * 3, [r["team"] for r in ROWS] * 3)  # texts and labels apart
+    assert router.predict(ROWS) == [r["team"] for r in ROWS]
+
+
+def test_tfidf_router_features_are_words_and_word_pairs_weighted_by_log_counts():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        vectorizer = tn.TfidfRouter().fit(ROWS).model[0]
+    features = set(vectorizer.get_feature_names_out())
+    assert {"card", "card was", "charged twice", "?"} <= features
+    assert max(len(feature.split()) for feature in features) == 2
+    once, thrice = vectorizer.transform(["lamp refund", "lamp lamp lamp refund"]).toarray()
+    lamp, refund = vectorizer.vocabulary_["lamp"], vectorizer.vocabulary_["refund"]
+    assert thrice[lamp] / thrice[refund] == pytest.approx((1 + math.log(3)) * once[lamp] / once[refund])
+
+
+def test_tfidf_router_c_is_the_inverse_of_the_regularisation_and_ten_by_default():
+    def weight(**options):
+        return np.abs(tn.TfidfRouter(**options).fit(ROWS).model[-1].coef_).sum()
+
+    assert weight(C=0.1) < weight(C=10.0)
+    assert weight() == weight(C=10.0)
 
 
 # --- training --------------------------------------------------------------------------------
@@ -210,6 +331,68 @@ def _toy_task(n=240, seed=0):
     lengths = torch.randint(3, 13, (n,), generator=g)
     ids[torch.arange(12) >= lengths.unsqueeze(1)] = tn.PAD
     return ids, y
+
+
+class _Recorder(tn.AverageEmbeddingNet):
+    """An average-embedding router with dropout on its scores that keeps what it is given: the
+    training batches with the scores it gave them, and the sizes of the batches it evaluates."""
+
+    def __init__(self, vocab_size=40, dropout=0.5):
+        super().__init__(vocab_size)
+        self.dropout = nn.Dropout(dropout)
+        self.trained, self.evaluated = [], []
+
+    def forward(self, ids):
+        scores = self.dropout(super().forward(ids))
+        if self.training:
+            self.trained.append((ids, scores.detach()))
+        else:
+            self.evaluated.append(len(ids))
+        return scores
+
+
+@pytest.mark.parametrize("grouped", [True, False], ids=["grouped by length", "plain"])
+def test_train_history_reports_the_running_mean_loss_and_accuracy_of_the_batches_it_trained_on(grouped):
+    """Each epoch's train_loss and train_acc are the means, over the rows, of what the model scored
+    on the batches as it met them; the batches come from train's own generator seeded with `seed`
+    (not from the dropout's), each cut to its longest ticket."""
+    ids, y = _toy_task(96)
+    ids[::3, 1:] = tn.PAD  # a third of the tickets are one word long
+    train_ids, train_y = ids[:83], y[:83]  # 83 rows: no mean is a short decimal
+    model = _Recorder()
+    history = tn.train(model, train_ids, train_y, ids[83:], y[83:], epochs=2, batch_size=8, seed=5,
+                       group_by_length=grouped, log=None)
+    order = torch.Generator().manual_seed(5)
+    lengths = (train_ids != tn.PAD).sum(1)
+    seen = iter(model.trained)
+    for row in history:
+        if grouped:
+            batches = tn.length_grouped_batches(train_ids, 8, order)
+        else:
+            batches = torch.randperm(83, generator=order).split(8)
+        loss_sum, right = 0.0, 0
+        for batch in batches:
+            batch_ids, scores = next(seen)
+            assert torch.equal(batch_ids, train_ids[batch][:, :lengths[batch].max()])
+            loss_sum += F.cross_entropy(scores, train_y[batch]).item() * len(batch)
+            right += (scores.argmax(1) == train_y[batch]).sum().item()
+        assert (row["train_loss"], row["train_acc"]) == (round(loss_sum / 83, 4), round(right / 83, 4))
+    assert next(seen, None) is None
+    if grouped:  # the cut was checked on batches of one-word tickets too
+        assert any(batch_ids.shape[1] == 1 for batch_ids, _ in model.trained)
+
+
+def test_train_defaults_are_adam_at_1e_3_on_length_grouped_batches_of_64_and_seed_0():
+    ids, y = _toy_task(200)
+
+    def weights(**options):
+        tn.set_seed(0)
+        model = tn.AverageEmbeddingNet(40)
+        tn.train(model, ids, y, ids[:10], y[:10], epochs=1, log=None, **options)
+        return model.state_dict()
+
+    default, explicit = weights(), weights(lr=1e-3, batch_size=64, seed=0, group_by_length=True)
+    assert all(torch.equal(default[name], explicit[name]) for name in default)
 
 
 def test_train_returns_a_history_row_per_epoch_and_learns():
@@ -229,7 +412,8 @@ def test_train_reports_the_validation_split_as_evaluate_scores_it():
     ids, y = _toy_task()
     tn.set_seed(0)
     model = tn.AverageEmbeddingNet(40)
-    train_ids, train_y, valid_ids, valid_y = ids[:200], y[:200], ids[200:], 1 - y[200:].clamp(max=1)
+    # 53 validation rows: an accuracy k / 53 needs all four decimals
+    train_ids, train_y, valid_ids, valid_y = ids[:187], y[:187], ids[187:], 1 - y[187:].clamp(max=1)
     history = tn.train(model, train_ids, train_y, valid_ids, valid_y, epochs=3, lr=1e-2, log=None)
     loss, accuracy = tn.evaluate(model, valid_ids, valid_y)
     assert history[-1]["valid_loss"] == round(loss, 4) and history[-1]["valid_acc"] == round(accuracy, 4)
@@ -253,10 +437,45 @@ def test_train_logs_epochs_to_a_function_and_prints_when_asked(capsys):
     seen = []
     tn.train(tn.AverageEmbeddingNet(40), ids, y, ids, y, epochs=2, log=seen.append)
     assert [row["epoch"] for row in seen] == [1, 2]
-    tn.train(tn.AverageEmbeddingNet(40), ids, y, ids, y, epochs=1, log="epochs")
-    assert "'valid_acc'" in capsys.readouterr().out
+    history = tn.train(tn.AverageEmbeddingNet(40), ids, y, ids, y, epochs=2, log="epochs")
+    assert capsys.readouterr().out == "".join(f"{row}\n" for row in history)
     tn.train(tn.AverageEmbeddingNet(40), ids, y, ids, y, epochs=1, log=None)
     assert capsys.readouterr() == ("", "")
+
+
+def test_train_bar_counts_epochs_shows_the_validation_accuracy_and_vanishes_when_done(capsys):
+    ids, y = _toy_task(80)
+    history = tn.train(tn.AverageEmbeddingNet(40), ids, y, ids, y, epochs=2, log="bar")
+    bar = capsys.readouterr().err
+    assert "  0%|          | 0/2 [00:00<?, ?epoch/s]" in bar
+    assert set(re.findall(r"(\d+)/2 \[", bar)) == {"0", "1", "2"}
+    for row in history:
+        assert f"valid_acc={row['valid_acc']:.3g}]" in bar
+    assert bar.endswith("\r") and "\n" not in bar, "the bar should be wiped when training ends"
+
+
+@pytest.mark.parametrize("terminal, notebook, env, shows_bar", [
+    (True, False, {}, True),
+    (False, True, {}, True),
+    (True, False, {"NBGRADER_EXECUTION": "autograde"}, False),
+    (True, True, {"CI": "true"}, False),
+    (False, False, {}, False),
+], ids=["terminal", "notebook", "nbgrader", "CI", "log file"])
+def test_train_shows_a_bar_by_default_only_when_a_person_watches(capsys, monkeypatch, terminal, notebook, env,
+                                                                   shows_bar):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+    if notebook:
+        monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))
+    else:
+        monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    for name in ("NBGRADER_EXECUTION", "CI"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    ids, y = _toy_task(40)
+    tn.train(tn.AverageEmbeddingNet(40), ids, y, ids, y, epochs=1)
+    out, err = capsys.readouterr()
+    assert out == "" and ("1/1 [" in err) == shows_bar
 
 
 def test_train_refuses_ids_and_labels_of_different_lengths():
@@ -270,6 +489,8 @@ def test_length_grouped_batches_cover_every_row_once_with_less_padding():
     g = torch.Generator().manual_seed(0)
     grouped = tn.length_grouped_batches(ids, 64, g)
     assert sorted(torch.cat(grouped).tolist()) == list(range(1000))
+    several_pools = tn.length_grouped_batches(ids, 4, g)  # pools of 50 batches: 200 rows each
+    assert sorted(torch.cat(several_pools).tolist()) == list(range(1000))
     lengths = (ids != tn.PAD).sum(1)
 
     def padded_tokens(batches):
@@ -277,6 +498,33 @@ def test_length_grouped_batches_cover_every_row_once_with_less_padding():
 
     plain = torch.randperm(1000, generator=g).split(64)
     assert padded_tokens(grouped) < 0.8 * padded_tokens(plain)
+
+
+def test_length_grouped_batches_depend_only_on_the_generator_and_pool_50_batches():
+    ids, _ = _toy_task(300)
+    torch.manual_seed(1)
+    first = tn.length_grouped_batches(ids, 4, torch.Generator().manual_seed(0))
+    torch.manual_seed(2)
+    again = tn.length_grouped_batches(ids, 4, torch.Generator().manual_seed(0), pool=50)
+    assert [b.tolist() for b in first] == [b.tolist() for b in again]
+
+
+def test_length_grouped_batches_of_tickets_of_one_length_are_a_plain_shuffle():
+    """The sort by length is stable: it leaves tickets of the same length in their shuffled order."""
+    ids = torch.full((100, 6), 9)
+    grouped = tn.length_grouped_batches(ids, 10, torch.Generator().manual_seed(0))
+    plain = torch.randperm(100, generator=torch.Generator().manual_seed(0)).split(10)
+    assert sorted(b.tolist() for b in grouped) == sorted(b.tolist() for b in plain)
+
+
+def test_evaluate_reads_the_rows_in_batches_of_batch_size():
+    ids, y = _toy_task(300)
+    model = _Recorder()
+    tn.evaluate(model, ids, y)
+    assert model.evaluated == [256, 44]
+    model.evaluated.clear()
+    tn.evaluate(model, ids, y, batch_size=100)
+    assert model.evaluated == [100, 100, 100]
 
 
 def test_evaluate_and_predict_keep_the_order_of_the_rows():
@@ -308,11 +556,73 @@ def test_banking77_downloads_at_the_pinned_address_and_verifies(banking77_dir, t
     assert (tmp_path / "banking77" / "test.csv").is_file()
 
 
-def test_banking77_download_failure_says_what_to_do(tmp_path, monkeypatch):
+@contextmanager
+def _ascii_locale():
+    """Python reads a file in the locale's encoding unless told otherwise: in the C locale that is
+    ASCII, as on a Windows machine it is cp1252."""
+    old = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, old)
+
+
+def test_banking77_is_read_as_utf8_whatever_the_locale(banking77_dir):
+    expected = tn.load_banking77(banking77_dir)
+    with _ascii_locale():
+        assert tn.load_banking77(banking77_dir) == expected
+
+
+def test_banking77_downloads_into_the_home_cache_when_no_cache_is_set(banking77_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(tn, "BANKING77_URL", banking77_dir.as_uri() + "/{name}")
+    monkeypatch.delenv("TICKETNET_CACHE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    tn.load_banking77()
+    assert sorted(p.name for p in (tmp_path / ".cache" / "ticketnet" / "banking77").iterdir()) == \
+        ["test.csv", "train.csv"]
+
+
+def test_banking77_download_makes_the_cache_folder_and_then_reads_from_it(banking77_dir, tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setattr(tn, "BANKING77_URL", banking77_dir.as_uri() + "/{name}")
+    monkeypatch.setenv("TICKETNET_CACHE", str(tmp_path / "not" / "made" / "yet"))
+    tn.load_banking77()
     monkeypatch.setattr(tn, "BANKING77_URL", (tmp_path / "nowhere").as_uri() + "/{name}")
+    assert len(tn.load_banking77().test) == 3_080  # the second time without a download
+
+
+def test_banking77_download_fetches_only_missing_or_damaged_files_and_waits_30_s(banking77_dir, tmp_path,
+                                                                               monkeypatch):
+    folder = tmp_path / "banking77"
+    folder.mkdir()
+    shutil.copy(banking77_dir / "train.csv", folder)  # verified: kept
+    (folder / "test.csv").write_text("half a file")  # damaged: fetched again
+    fetched = []
+
+    @contextmanager
+    def urlopen(url, timeout=None):
+        fetched.append((url, timeout))
+        yield io.BytesIO((banking77_dir / url.rsplit("/", 1)[1]).read_bytes())
+
+    monkeypatch.setattr(tn.urllib.request, "urlopen", urlopen)
     monkeypatch.setenv("TICKETNET_CACHE", str(tmp_path))
-    with pytest.raises(tn.DataError, match="could not download.*root=.*BANKING77_DIR"):
+    assert len(tn.load_banking77().test) == 3_080
+    assert fetched == [(tn.BANKING77_URL.format(name="test.csv"), 30)]  # a silent server is left after 30 s
+    assert sorted(p.name for p in folder.iterdir()) == ["test.csv", "train.csv"]
+
+
+def test_banking77_download_failure_says_what_to_do(tmp_path, monkeypatch):
+    url = (tmp_path / "nowhere").as_uri() + "/{name}"
+    monkeypatch.setattr(tn, "BANKING77_URL", url)
+    monkeypatch.setenv("TICKETNET_CACHE", str(tmp_path))
+    with pytest.raises(tn.DataError) as error:
         tn.load_banking77()
+    message = str(error.value)
+    assert message.startswith(f"could not download Banking77's train.csv from {url.format(name='train.csv')}")
+    assert message.endswith("). Without internet (on Kaggle: Settings > Internet on), download train.csv and "
+                            "test.csv by hand and call load_banking77(root='that folder'), or set "
+                            "BANKING77_DIR to that folder for the notebooks")
 
 
 def test_banking77_corrupted_copy_is_refused_naming_the_file(banking77_dir, tmp_path):
@@ -320,13 +630,18 @@ def test_banking77_corrupted_copy_is_refused_naming_the_file(banking77_dir, tmp_
         shutil.copy(banking77_dir / name, tmp_path / name)
     data = (tmp_path / "test.csv").read_bytes()
     (tmp_path / "test.csv").write_bytes(data.replace(b"card", b"cart", 1))
-    assert hashlib.sha256((tmp_path / "test.csv").read_bytes()).hexdigest() != tn.BANKING77_SHA256["test.csv"]
-    with pytest.raises(tn.DataError, match=r"test\.csv: SHA-256"):
+    actual = hashlib.sha256((tmp_path / "test.csv").read_bytes()).hexdigest()
+    pinned = tn.BANKING77_SHA256["test.csv"]
+    assert actual != pinned
+    with pytest.raises(tn.DataError, match=rf"test\.csv: SHA-256 {actual[:12]}\.\.\. differs from the pinned "
+                                           rf"{pinned[:12]}\.\.\.; the file is damaged or another version\. "
+                                           r"Delete it and load again\.$"):
         tn.load_banking77(tmp_path)
 
 
 def test_banking77_missing_folder_is_refused(tmp_path):
-    with pytest.raises(tn.DataError, match="no such file"):
+    with pytest.raises(tn.DataError, match=r"train\.csv: no such file; load_banking77\(root\) needs a folder "
+                                           r"with train\.csv and test\.csv, or no root to download them$"):
         tn.load_banking77(tmp_path)
 
 
@@ -337,17 +652,61 @@ def test_train_valid_split_is_fixed_by_the_seed_and_disjoint():
     assert {r["text"] for r in train}.isdisjoint(r["text"] for r in valid)
     assert tn.train_valid_split(rows, 20, seed=0) == (train, valid)
     assert tn.train_valid_split(rows, 20, seed=1) != (train, valid)
-    with pytest.raises(ValueError, match="valid_size"):
-        tn.train_valid_split(rows, 100)
+    assert tn.train_valid_split(rows, 20) == (train, valid)  # seed 0 unless told
+
+
+@pytest.mark.parametrize("size", [1, 99])
+def test_train_valid_split_takes_one_to_all_but_one_row(size):
+    rows = [{"text": str(i)} for i in range(100)]
+    assert [len(part) for part in tn.train_valid_split(rows, size)] == [100 - size, size]
+
+
+@pytest.mark.parametrize("size", [0, 100])
+def test_train_valid_split_refuses_an_empty_part_naming_the_range(size):
+    with pytest.raises(ValueError, match=rf"^valid_size must be between 1 and 99, got {size}$"):
+        tn.train_valid_split([{"text": str(i)} for i in range(100)], size)
 
 
 # --- plots -----------------------------------------------------------------------------------
 
-def test_plots_draw_one_line_per_run_and_one_bar_per_model():
+@pytest.fixture
+def plt():
     import matplotlib
     matplotlib.use("Agg")
-    history = [{"epoch": e, "valid_acc": 0.5 + e / 10} for e in (1, 2, 3)]
-    ax = tn.plot_curves({"a": history, "b": history}, lines={"linear": 0.9})
-    assert len(ax.lines) == 3 and ax.get_legend() is not None
-    ax = tn.plot_accuracies({"a": 0.9, "b": 0.95})
-    assert [round(p.get_height(), 6) for p in ax.patches] == [90.0, 95.0]
+    import matplotlib.pyplot as plt
+    yield plt
+    plt.close("all")
+
+
+def test_plot_curves_draws_each_run_against_its_epochs_and_grey_dashed_reference_lines(plt):
+    from matplotlib.colors import same_color
+    histories = {"tiny": [{"epoch": e, "valid_loss": 1 / e} for e in (1, 2, 3)],
+                 "bag": [{"epoch": e, "valid_loss": 2 / e} for e in (1, 2)]}
+    ax = tn.plot_curves(histories, key="valid_loss", lines={"tf-idf": 0.4}, title="Validation loss")
+    tiny, bag, tfidf = ax.lines
+    assert (list(tiny.get_xdata()), list(tiny.get_ydata())) == ([1, 2, 3], [1, 1 / 2, 1 / 3])
+    assert (list(bag.get_xdata()), list(bag.get_ydata())) == ([1, 2], [2, 1])
+    assert tiny.get_marker() == bag.get_marker() == "."  # a dot per measured epoch
+    assert list(tfidf.get_ydata()) == [0.4, 0.4] and tfidf.get_linestyle() == "--"
+    assert same_color(tfidf.get_color(), "grey")
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["tiny", "bag", "tf-idf"]
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("epoch", "valid loss", "Validation loss")
+    assert list(ax.figure.get_size_inches()) == [7, 4]
+
+
+def test_plot_accuracies_draws_a_bar_per_model_labelled_with_its_percentage(plt):
+    ax = tn.plot_accuracies({"tiny": 0.9, "bag": 0.875}, title="Test accuracy")
+    ax.figure.canvas.draw()
+    assert [label.get_text() for label in ax.get_xticklabels()] == ["tiny", "bag"]
+    assert [round(bar.get_height(), 6) for bar in ax.patches] == [90.0, 87.5]
+    assert [text.get_text() for text in ax.texts] == ["90.0%", "87.5%"]
+    assert ax.get_ylim() == (0, 105)  # room above a full bar for its label
+    assert tn.plot_accuracies({"untrained": 0.0}).get_ylim() == (0, 105)  # the axis starts at 0% even then
+    assert (ax.get_ylabel(), ax.get_title()) == ("accuracy (%)", "Test accuracy")
+    assert list(ax.figure.get_size_inches()) == [7, 4]
+
+
+def test_plots_draw_into_a_given_axes_and_leave_out_a_missing_title(plt):
+    ax = plt.subplots()[1]
+    assert tn.plot_curves({"a": [{"epoch": 1, "valid_acc": 0.5}]}, ax=ax) is ax
+    assert tn.plot_accuracies({"a": 0.5}, ax=plt.subplots()[1]).get_title() == ax.get_title() == ""
