@@ -117,7 +117,7 @@ def write():
                     counts["equivalent"] += 1
                     used.add(entry)
                 else:
-                    counts["survived" if status == "survived" else "no tests"] += 1
+                    counts["no tests" if status == "no tests" else "survived"] += 1  # suspicious, skipped: not killed
                     unexplained.append((key, status, removed, added))
             rows.append({"module": module, "source sha256": source_sha256(module), "mutants": str(len(mutants)),
                          **{k: str(v) for k, v in counts.items()}})

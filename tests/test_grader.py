@@ -293,7 +293,7 @@ def test_every_sample_student_scores_what_their_submission_deserves(graded_class
             assert task["message"], row
 
 
-def test_grades_csv_gives_each_student_the_points_deserved_cell_by_cell(graded_class):
+def test_grades_csv_gives_each_sample_student_the_points_deserved_cell_by_cell(graded_class):
     """Every cell of the instructor's table, derived from expected.csv and the solutions' points:
     task columns in notebook order, sections in course order, a section total, a class total."""
     out, _, _ = graded_class
