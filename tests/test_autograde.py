@@ -174,6 +174,21 @@ def test_grading_keeps_one_notebook_per_worker_and_learns_which_section_is_longe
     assert most[0] == 2 and sorted(started) == sorted(name for name, _, _ in todo)
 
 
+def test_a_free_worker_starts_the_next_notebook_without_waiting_for_the_others(monkeypatch):
+    spans = {}
+
+    def grade(student, path):
+        started = time.perf_counter()
+        time.sleep(1.0 if student == "ada" else 0.01)  # ada's notebook is long
+        spans[student] = (started, time.perf_counter())
+        return {"student": student, "notebook": path, "seconds": 0.0}
+
+    monkeypatch.setattr(autograde, "_grade", grade)
+    with ThreadPoolExecutor(2) as pool:
+        list(autograde._longest_first(pool, _items("ada_01-heads", "bob_01-heads", "cyd_01-heads"), workers=2))
+    assert spans["cyd"][1] < spans["ada"][1]  # cyd came and went while ada's notebook ran
+
+
 def test_a_section_expected_length_is_its_mean_not_its_total():
     # 01-heads: one notebook of 4 s; 07-banking77: three of 2 s (6 s in all, 2 s on average)
     waiting = _items("ada_01-heads", "ada_07-banking77")
@@ -243,10 +258,10 @@ def test_a_class_run_writes_results_grades_feedback_and_report(stand_in_class, t
              repairs=["metadata restored", "a check put back"], interrupted=["a cell ran past the 30 s limit", "another one too"])
     _hand_in(hand_in, "ben_01-heads.ipynb", section="01-heads", scores={"split": 2, "merge": 0})
     _hand_in(hand_in, "ben_03-norms.ipynb", refuse="not a readable notebook: <cut off>\nsecond line")
-    results, lines = stand_in_class(hand_in, workers=8, timeout=30, memory_mb=1024)
+    results, lines = stand_in_class(hand_in, workers=8, timeout=30, memory_mb=1024, warm=False)
     out = stand_in_class.out
     assert lines == ["3 submissions, 0 already graded, 3 to grade"]
-    assert stand_in_class.started == [(30, None, 1024)]
+    assert stand_in_class.started == [(30, False, 1024)]
     [(workers, started)] = stand_in_class.pools
     assert workers == 3  # no more workers than notebooks
     assert {(template.name, kernels, timeout, memory_mb) for template, kernels, timeout, memory_mb in started} \

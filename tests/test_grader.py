@@ -3,6 +3,7 @@ autograder does, and the whole sample class against what each student should sco
 
 import copy
 import csv
+import gc
 import json
 import shutil
 import subprocess
@@ -221,6 +222,7 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_and_fee
             cell.source, cell.metadata = answers["Block"], {}
         elif grading_meta(cell).get("grade_id") == "to_reference":
             cell.source = "while True:  # stuck\n    pass"
+    notebook.cells.append(nbformat.v4.new_code_cell("import os\nprint('kernel parent', os.getppid())"))
     handed_in = tmp_path / "handed in" / "ada_05-block.ipynb"
     handed_in.parent.mkdir()
     nbformat.write(notebook, handed_in)
@@ -242,6 +244,10 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_and_fee
         [stopped] = result["interrupted"]
         assert stopped.startswith("a cell ran past the 4 s limit and was interrupted: In [")
         assert stopped.endswith("`while True:  # stuck`")
+        # the notebook ran in the course's folder, in a kernel forked from the warm server
+        graded = nbformat.read(tmp_path / "course" / "nested" / "autograded" / "ada" / section / f"{section}.ipynb",
+                               as_version=4)
+        assert graded.cells[-1].outputs[0].text == f"kernel parent {kernels.server.pid}\n"
         page = course.feedback_html(section, "ada")
         assert "<h4>05-block (Score: 3.0 / 11.0)</h4>" in page  # 3 of 5 autograded, written answers to come
         assert "NameError</span>: name 'to_reference' is not defined" in page
@@ -253,6 +259,26 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_and_fee
     assert own.kernels.server.poll() is None and own.kernels.server.args[-1] == "512"
     own.close()
     assert own.kernels.server.poll() is not None
+
+
+def test_a_course_lives_in_its_folder_or_a_temporary_one_and_restarts_from_a_template(tmp_path):
+    """No kernel runs here: the course's folder, its default time limit, and a worker's course
+    started again from the template in the folder it used before."""
+    course = grading.GradingCourse(tmp_path, warm=False)  # a folder that exists already
+    course.register("05-block")
+    assert course.folder == tmp_path and (tmp_path / "gradebook.db").is_file()
+    assert (tmp_path / "release" / "05-block" / "05-block.ipynb").is_file()
+    assert course.timeout == 120  # seconds a cell may run, unless the caller says otherwise
+    scratch = [grading.GradingCourse(warm=False) for _ in range(2)]  # grader check's: a folder of its own
+    folders = [c.folder for c in scratch]
+    assert folders[0] != folders[1] and all(f.is_dir() and tmp_path not in f.parents for f in folders)
+    del scratch
+    gc.collect()
+    assert not any(f.exists() for f in folders)  # nothing left behind once the course is gone
+    for _ in range(2):
+        again = grading.GradingCourse(tmp_path / "worker", warm=False, template=tmp_path)
+        assert again.registered == {"05-block"}
+        assert (tmp_path / "worker" / "gradebook.db").read_bytes() == (tmp_path / "gradebook.db").read_bytes()
 
 
 def test_sample_class_is_in_sync_with_the_release_and_catalogues(tmp_path):
