@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -219,7 +220,7 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_and_fee
     notebook = nbformat.read(release_notebook(section), as_version=4)
     for cell in notebook.cells:
         if grading_meta(cell).get("grade_id") == "Block":
-            cell.source, cell.metadata = answers["Block"], {}
+            cell.source, cell.metadata, block = answers["Block"], {}, cell
         elif grading_meta(cell).get("grade_id") == "to_reference":
             cell.source = "while True:  # stuck\n    pass"
     notebook.cells.append(nbformat.v4.new_code_cell("import os\nprint('kernel parent', os.getppid())"))
@@ -251,6 +252,15 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_and_fee
         page = course.feedback_html(section, "ada")
         assert "<h4>05-block (Score: 3.0 / 11.0)</h4>" in page  # 3 of 5 autograded, written answers to come
         assert "NameError</span>: name 'to_reference' is not defined" in page
+        # ada hands in again: a notebook that kills its kernel, then the model answer
+        block.source = "import os\nos._exit(3)"
+        nbformat.write(notebook, handed_in)
+        with pytest.raises(grading.NotGradable, match=r"^the kernel died while running the notebook"):
+            course.grade(handed_in, student="ada")
+        shutil.copy(solution_notebook(section), handed_in)
+        started = time.perf_counter()
+        assert course.grade(handed_in, student="ada")["score"] == 5.0
+        assert time.perf_counter() - started < 60  # its own time limit, not nbgrader's default of 120 s
         course.close()  # the kernels are not the course's: they outlive it
         assert kernels.server.poll() is None
     finally:
@@ -269,6 +279,15 @@ def test_a_course_lives_in_its_folder_or_a_temporary_one_and_restarts_from_a_tem
     assert course.folder == tmp_path and (tmp_path / "gradebook.db").is_file()
     assert (tmp_path / "release" / "05-block" / "05-block.ipynb").is_file()
     assert course.timeout == 120  # seconds a cell may run, unless the caller says otherwise
+    # a folder used before, its release since changed: registering again writes it afresh
+    release = tmp_path / "release" / "05-block" / "05-block.ipynb"
+    release.write_text("{}")
+    grading.GradingCourse(tmp_path, warm=False).register("05-block")
+    assert nbformat.read(release, as_version=4).cells
+    failing = grading.GradingCourse(tmp_path / "failing", warm=False)
+    failing.api.generate_assignment = lambda *args, **kwargs: {"success": False, "error": "a broken source"}
+    with pytest.raises(RuntimeError, match=r"^nbgrader could not register 02-positions:\na broken source$"):
+        failing.register("02-positions")
     scratch = [grading.GradingCourse(warm=False) for _ in range(2)]  # grader check's: a folder of its own
     folders = [c.folder for c in scratch]
     assert folders[0] != folders[1] and all(f.is_dir() and tmp_path not in f.parents for f in folders)
