@@ -1,4 +1,4 @@
-"""Shared fixtures: where the course and the shared Banking77 copy are."""
+"""Shared fixtures (where the course and the shared Banking77 copy are) and the order of tests."""
 
 import os
 from pathlib import Path
@@ -16,3 +16,10 @@ def banking77_dir():
         pytest.fail(f"Banking77 copy not found at {folder}; set BANKING77_DIR to a folder with "
                     "train.csv and test.csv")
     return folder
+
+
+def pytest_collection_modifyitems(items):
+    """Tests marked `nbgrader` (they grade notebooks in kernels, seconds each) run after the others.
+    A mutation run (`make mutation`) stops at a mutant's first failing test: a quick test that
+    catches it then spares the slow ones."""
+    items.sort(key=lambda item: item.get_closest_marker("nbgrader") is not None)

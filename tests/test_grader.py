@@ -208,6 +208,7 @@ def test_check_json_gives_the_solution_full_marks_and_the_release_zero(tmp_path)
     assert printed["score"] == 0 and printed["max_score"] == solved["max_score"]
 
 
+@pytest.mark.nbgrader
 def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_and_feedback(tmp_path, monkeypatch):
     """Section 5 by nbgrader, value by value: one answer right (its cell stripped of metadata),
     one stuck in a loop until the time limit. The course starts from another course's folder
