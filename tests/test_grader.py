@@ -262,6 +262,7 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_and_fee
         started = time.perf_counter()
         assert course.grade(handed_in, student="ada")["score"] == 5.0
         assert time.perf_counter() - started < 60  # its own time limit, not nbgrader's default of 120 s
+        assert "<h4>05-block (Score: 5.0 / 11.0)</h4>" in course.feedback_html(section, "ada")  # written afresh
         course.close()  # the kernels are not the course's: they outlive it
         assert kernels.server.poll() is None
     finally:
@@ -289,6 +290,9 @@ def test_a_course_lives_in_its_folder_or_a_temporary_one_and_restarts_from_a_tem
     failing.api.generate_assignment = lambda *args, **kwargs: {"success": False, "error": "a broken source"}
     with pytest.raises(RuntimeError, match=r"^nbgrader could not register 02-positions:\na broken source$"):
         failing.register("02-positions")
+    failing.api.generate_feedback = lambda *args, **kwargs: {"success": False, "error": "no such submission"}
+    with pytest.raises(RuntimeError, match=r"^nbgrader could not write feedback:\nno such submission$"):
+        failing.feedback_html("02-positions", "ada")
     scratch = [grading.GradingCourse(warm=False) for _ in range(2)]  # grader check's: a folder of its own
     folders = [c.folder for c in scratch]
     assert folders[0] != folders[1] and all(f.is_dir() and tmp_path not in f.parents for f in folders)
