@@ -34,6 +34,7 @@ def graded_ids(notebook):
 
 @pytest.mark.parametrize("stripped, note", [
     (["test_MultiHead"], "nbgrader metadata restored on 1 cell (test_MultiHead)"),
+    (["split_heads", "test_MultiHead"], "nbgrader metadata restored on 2 cells (split_heads, test_MultiHead)"),
     (["split_heads", "test_split_heads", "merge_heads"],
      "nbgrader metadata restored on 3 cells (split_heads, test_split_heads, merge_heads)"),
     (["split_heads", "test_split_heads", "merge_heads", "test_MultiHead"],
