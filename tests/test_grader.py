@@ -290,6 +290,11 @@ def test_a_course_lives_in_its_folder_or_a_temporary_one_and_restarts_from_a_tem
     failing.api.generate_assignment = lambda *args, **kwargs: {"success": False, "error": "a broken source"}
     with pytest.raises(RuntimeError, match=r"^nbgrader could not register 02-positions:\na broken source$"):
         failing.register("02-positions")
+    # nbgrader fails with no log to read: the reason comes from its error
+    course.api.autograde = lambda *args, **kwargs: {"success": False, "log": "",
+                                                    "error": "Traceback (most recent call last):\nValueError: no kernel"}
+    with pytest.raises(grading.NotGradable, match=r"^nbgrader could not grade it: ValueError: no kernel$"):
+        course.grade(release_notebook("05-block"), student="ada")
     failing.api.generate_feedback = lambda *args, **kwargs: {"success": False, "error": "no such submission"}
     with pytest.raises(RuntimeError, match=r"^nbgrader could not write feedback:\nno such submission$"):
         failing.feedback_html("02-positions", "ada")
