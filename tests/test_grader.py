@@ -286,18 +286,6 @@ def test_a_course_lives_in_its_folder_or_a_temporary_one_and_restarts_from_a_tem
     release.write_text("{}")
     grading.GradingCourse(tmp_path, warm=False).register("05-block")
     assert nbformat.read(release, as_version=4).cells
-    failing = grading.GradingCourse(tmp_path / "failing", warm=False)
-    failing.api.generate_assignment = lambda *args, **kwargs: {"success": False, "error": "a broken source"}
-    with pytest.raises(RuntimeError, match=r"^nbgrader could not register 02-positions:\na broken source$"):
-        failing.register("02-positions")
-    # nbgrader fails with no log to read: the reason comes from its error
-    course.api.autograde = lambda *args, **kwargs: {"success": False, "log": "",
-                                                    "error": "Traceback (most recent call last):\nValueError: no kernel"}
-    with pytest.raises(grading.NotGradable, match=r"^nbgrader could not grade it: ValueError: no kernel$"):
-        course.grade(release_notebook("05-block"), student="ada")
-    failing.api.generate_feedback = lambda *args, **kwargs: {"success": False, "error": "no such submission"}
-    with pytest.raises(RuntimeError, match=r"^nbgrader could not write feedback:\nno such submission$"):
-        failing.feedback_html("02-positions", "ada")
     scratch = [grading.GradingCourse(warm=False) for _ in range(2)]  # grader check's: a folder of its own
     folders = [c.folder for c in scratch]
     assert folders[0] != folders[1] and all(f.is_dir() and tmp_path not in f.parents for f in folders)
@@ -308,6 +296,22 @@ def test_a_course_lives_in_its_folder_or_a_temporary_one_and_restarts_from_a_tem
         again = grading.GradingCourse(tmp_path / "worker", warm=False, template=tmp_path)
         assert again.registered == {"05-block"}
         assert (tmp_path / "worker" / "gradebook.db").read_bytes() == (tmp_path / "gradebook.db").read_bytes()
+
+
+def test_each_failed_nbgrader_step_is_named_with_nbgrader_s_reason(tmp_path):
+    course = grading.GradingCourse(tmp_path, warm=False)
+    course.register("05-block")
+    course.api.generate_assignment = lambda *args, **kwargs: {"success": False, "error": "a broken source"}
+    with pytest.raises(RuntimeError, match=r"^nbgrader could not register 02-positions:\na broken source$"):
+        course.register("02-positions")
+    # nbgrader fails with no log to read: the reason comes from its error
+    course.api.autograde = lambda *args, **kwargs: {"success": False, "log": "",
+                                                    "error": "Traceback (most recent call last):\nValueError: no kernel"}
+    with pytest.raises(grading.NotGradable, match=r"^nbgrader could not grade it: ValueError: no kernel$"):
+        course.grade(release_notebook("05-block"), student="ada")
+    course.api.generate_feedback = lambda *args, **kwargs: {"success": False, "error": "no such submission"}
+    with pytest.raises(RuntimeError, match=r"^nbgrader could not write feedback:\nno such submission$"):
+        course.feedback_html("05-block", "ada")
 
 
 def test_sample_class_is_in_sync_with_the_release_and_catalogues(tmp_path):
