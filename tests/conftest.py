@@ -1,6 +1,8 @@
 """Shared fixtures (where the course and the shared Banking77 copy are) and the order of tests."""
 
+import locale
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,21 @@ def banking77_dir():
         pytest.fail(f"Banking77 copy not found at {folder}; set BANKING77_DIR to a folder with "
                     "train.csv and test.csv")
     return folder
+
+
+@pytest.fixture
+def ascii_locale():
+    """`with ascii_locale():` runs its body in the C locale. Python reads a file in the locale's
+    encoding unless told otherwise: in the C locale that is ASCII, as on Windows it is cp1252."""
+    @contextmanager
+    def switched():
+        old = locale.setlocale(locale.LC_CTYPE)
+        locale.setlocale(locale.LC_CTYPE, "C")
+        try:
+            yield
+        finally:
+            locale.setlocale(locale.LC_CTYPE, old)
+    return switched
 
 
 def pytest_collection_modifyitems(items):

@@ -3,12 +3,10 @@
 import csv
 import hashlib
 import io
-import locale
 import re
 import subprocess
 import sys
 from collections import Counter
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -202,21 +200,10 @@ def test_damaged_file_is_refused_naming_the_file_and_line(tmp_path, damage):
     assert re.search(_DAMAGES[damage], str(error.value)), str(error.value)
 
 
-@contextmanager
-def _ascii_locale():
-    """Python reads a file in the locale's encoding unless told otherwise: in the C locale that is
-    ASCII, as on a Windows machine it is cp1252."""
-    old = locale.setlocale(locale.LC_CTYPE)
-    locale.setlocale(locale.LC_CTYPE, "C")
-    try:
-        yield
-    finally:
-        locale.setlocale(locale.LC_CTYPE, old)
 
-
-def test_load_split_reads_utf8_whatever_the_locale(splits):
+def test_load_split_reads_utf8_whatever_the_locale(splits, ascii_locale):
     assert any(not row["text"].isascii() for row in splits["valid"])
-    with _ascii_locale():
+    with ascii_locale():
         assert ticketnet.load_split(DATA / "valid.csv") == splits["valid"]
 
 

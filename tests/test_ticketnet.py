@@ -2,7 +2,6 @@
 
 import hashlib
 import io
-import locale
 import math
 import random
 import re
@@ -556,21 +555,10 @@ def test_banking77_downloads_at_the_pinned_address_and_verifies(banking77_dir, t
     assert (tmp_path / "banking77" / "test.csv").is_file()
 
 
-@contextmanager
-def _ascii_locale():
-    """Python reads a file in the locale's encoding unless told otherwise: in the C locale that is
-    ASCII, as on a Windows machine it is cp1252."""
-    old = locale.setlocale(locale.LC_CTYPE)
-    locale.setlocale(locale.LC_CTYPE, "C")
-    try:
-        yield
-    finally:
-        locale.setlocale(locale.LC_CTYPE, old)
 
-
-def test_banking77_is_read_as_utf8_whatever_the_locale(banking77_dir):
+def test_banking77_is_read_as_utf8_whatever_the_locale(banking77_dir, ascii_locale):
     expected = tn.load_banking77(banking77_dir)
-    with _ascii_locale():
+    with ascii_locale():
         assert tn.load_banking77(banking77_dir) == expected
 
 
