@@ -18,7 +18,7 @@ Each fork is a new process with the libraries imported but nothing of any earlie
 The libraries must not have run any computation before the fork (threads do not survive it), so
 the server only imports. Course code (ticketnet, grader) is not preloaded: the notebook reads it.
 
-    python -m grader.warm_kernel serve SOCKET [MEMORY_MB]       # the server
+    python -m grader.warm_kernel serve SOCKET OWNER_PID [MEMORY_MB]   # the server
     python grader/warm_kernel.py kernel SOCKET -f CONNECTION    # what the kernel spec runs
 """
 
@@ -46,15 +46,17 @@ INLINE = "module://matplotlib_inline.backend_inline"  # what ipykernel would cho
 
 # --- the server ------------------------------------------------------------------------------
 
-def serve(path, memory_mb=None):
-    """Import the libraries, then fork a kernel for each proxy that connects, until the process
-    that started the server goes away. Each kernel may use `memory_mb` of memory at most."""
+def serve(path, owner, memory_mb=None):
+    """Import the libraries, then fork a kernel for each proxy that connects, until process
+    `owner` (the one that started the server) goes away. Each kernel may use `memory_mb` of
+    memory at most."""
     os.environ.setdefault("MPLBACKEND", INLINE)  # matplotlib reads it once, on import
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # debugpy's import-time warning
     import importlib
     for module in PRELOAD:
         importlib.import_module(module)
-    owner = os.getppid()
+    # The owner is named on the command line, not read here: if it died during the imports, the
+    # server has been re-parented already and would otherwise serve nobody forever.
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(str(path))
     listener.listen()
@@ -204,8 +206,8 @@ class WarmKernels:
             {"argv": argv, "display_name": "Python 3 (warm, for grading)", "language": "python"}))
         _put_first_on_jupyter_path(folder / "share")
         root = Path(__file__).resolve().parents[1]
-        self.server = subprocess.Popen([sys.executable, "-m", "grader.warm_kernel", "serve",
-                                        str(self.socket), *([str(memory_mb)] if memory_mb else [])], cwd=root)
+        self.server = subprocess.Popen([sys.executable, "-m", "grader.warm_kernel", "serve", str(self.socket),
+                                        str(os.getpid()), *([str(memory_mb)] if memory_mb else [])], cwd=root)
         weakref.finalize(self, _stop, self.server)  # also when the program ends without close()
 
     @classmethod
@@ -244,7 +246,7 @@ def _stop(server):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) in (2, 3) and argv[0] == "serve":
+    if len(argv) in (3, 4) and argv[0] == "serve":
         serve(argv[1], *map(int, argv[2:]))
     elif len(argv) >= 2 and argv[0] == "kernel":
         proxy(argv[1], argv[2:])

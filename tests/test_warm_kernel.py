@@ -3,13 +3,18 @@ their own folder, random state and matplotlib backend; interrupts reach them; a 
 takes its kernel along; and a notebook grades the same with fresh and with warm kernels."""
 
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from jupyter_client.manager import start_new_kernel
 
 from grader import grading, sample_class
 from grader.warm_kernel import NAME, WarmKernels
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +142,33 @@ def test_a_shared_server_limits_each_kernels_memory_and_outlives_its_users(tmp_p
         assert owner.server.poll() is None, "a user's close() stopped the owner's server"
     finally:
         owner.close()
+
+
+def _servers_of(socket):
+    """The pids of warm-kernel servers listening (or about to listen) on `socket`."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in argv and str(socket).encode() in argv:
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_a_server_whose_owner_died_during_its_imports_stops(tmp_path):
+    """The owner may die before the server has imported torch (a grader killed at once): the
+    server must not then wait for connections from nobody, forever."""
+    folder = tmp_path / "warm"
+    starter = ("import os, sys; from grader.warm_kernel import WarmKernels; "
+               f"kernels = WarmKernels({str(folder)!r}); os._exit(0)")  # no close(), no finalizer
+    # Not capture_output: the server inherits the pipes and would hold them open.
+    subprocess.run([sys.executable, "-c", starter], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    socket = folder / "warm.sock"
+    assert _servers_of(socket), "the server was not started"
+    deadline = time.monotonic() + 120
+    while _servers_of(socket) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _servers_of(socket), "the server outlived the process that started it"
