@@ -47,6 +47,12 @@ from grader.course import SECTIONS, SOLUTIONS  # noqa: E402
 from grader.sample_class import CLASS  # noqa: E402
 
 
+# What the tables measured: the grader, the class it grades and all the notebooks import
+# (tests/test_bench.py).
+MEASURED = ["bench/grading.py", "grader/**/*.py", "grader/examples/class/*/*.ipynb", "solutions/*/*.ipynb",
+            "ticketnet.py", "data/*.csv", "requirements.txt"]
+
+
 def pick_class(folder, students=None, sections=None):
     """Copy the chosen students' notebooks of the chosen sections into `folder` (one sub-folder
     per student, as the sample class is laid out); returns the number of notebooks."""
@@ -285,7 +291,7 @@ def main(argv=None):
     text = "\n".join(body)
     print(text)
     if args.write:
-        write_section(__file__, text, path=args.benchmarks)
+        write_section(__file__, text, MEASURED, path=args.benchmarks)
     return {name: measured[0] for name, measured in runs.items()}
 
 

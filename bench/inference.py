@@ -47,6 +47,9 @@ sys.path.insert(0, str(ROOT))
 import ticketnet as tn  # noqa: E402
 from bench import tables  # noqa: E402
 
+# What the table measured: changing any of it makes it stale (tests/test_bench.py).
+MEASURED = ["bench/inference.py", "ticketnet.py", "data/*.csv", "requirements.txt"]
+
 FUSED_LAYER = "aten::_transformer_encoder_layer_fwd"
 ATTENTION_OPS = ("aten::_native_multi_head_attention", "aten::_scaled_dot_product_flash_attention_for_cpu",
                  "aten::_scaled_dot_product_attention_math")
@@ -204,7 +207,7 @@ def main(argv=None):
         print(f"WARNING: the fast path changes {out['tickets'] - out['same_predictions']} predictions",
               file=sys.stderr)
     if args.write:
-        out["written"] = tables.write_section(__file__, body, path=args.benchmarks)
+        out["written"] = tables.write_section(__file__, body, MEASURED, path=args.benchmarks)
         print(f"wrote the section of bench/inference.py in {out['written']}", file=sys.stderr)
     return out
 

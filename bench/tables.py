@@ -7,9 +7,12 @@ Each script owns one section of BENCHMARKS.md, fenced by HTML comments that name
     <!-- /bench/training.py -->
 
 `write_section` replaces what lies between the fences (or appends the section), so re-running one
-script leaves the others' tables alone.
+script leaves the others' tables alone. Each section also records what it measured: the SHA-256 of
+the files named by the script's MEASURED patterns (its own code, the course code it times, the
+pinned requirements). tests/test_bench.py recomputes them, so a table older than its code fails.
 """
 
+import hashlib
 import os
 import platform
 import shlex
@@ -49,12 +52,36 @@ def command(script):
     return " ".join(["python", f"bench/{Path(script).name}", *map(shlex.quote, sys.argv[1:])])
 
 
-def write_section(script, body, path=BENCHMARKS):
+MEASURED_LINE = "What it measured (SHA-256 of the files, first 16 hex digits):"
+
+
+def fingerprint(patterns, root=ROOT):
+    """{pattern: (number of files, digest)} for glob patterns relative to `root`. The digest covers
+    each file's path and bytes, so a file added, removed, renamed or edited changes it."""
+    prints = {}
+    for pattern in patterns:
+        files = sorted(p for p in root.glob(pattern) if p.is_file() and "__pycache__" not in p.parts)
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        prints[pattern] = (len(files), digest.hexdigest()[:16])
+    return prints
+
+
+def measured_line(patterns, root=ROOT):
+    """The line of a section that records what it measured."""
+    return MEASURED_LINE + ";".join(f" `{pattern}` ({count} file{'s' * (count != 1)}) {digest}"
+                                     for pattern, (count, digest) in fingerprint(patterns, root).items())
+
+
+def write_section(script, body, measured, path=BENCHMARKS):
     """Put `body` (markdown) in the section of BENCHMARKS.md that `script` owns, with the command
-    that made it and the machine it ran on."""
+    that made it, the machine it ran on and the fingerprint of the `measured` files."""
     name = f"bench/{Path(script).name}"
     start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
-    section = f"{start}\n{body.strip()}\n\nMade by `{command(script)}` on {machine()}.\n{end}"
+    section = (f"{start}\n{body.strip()}\n\nMade by `{command(script)}` on {machine()}.\n"
+               f"{measured_line(measured)}\n{end}")
     text = Path(path).read_text() if Path(path).is_file() else "# Benchmarks\n"
     if start in text and end in text:
         before, rest = text.split(start, 1)

@@ -104,15 +104,74 @@ def test_inference_benchmark_on_128_tickets(tmp_path, monkeypatch):
 
 def test_write_section_replaces_its_own_section_and_keeps_the_others(tmp_path):
     path = tmp_path / "BENCHMARKS.md"
-    tables.write_section("bench/training.py", "OLD TRAINING BODY", path=path)
-    tables.write_section("bench/inference.py", "INFERENCE BODY", path=path)
-    tables.write_section("/elsewhere/bench/training.py", "NEW TRAINING BODY", path=path)
+    tables.write_section("bench/training.py", "OLD TRAINING BODY", ["ticketnet.py"], path=path)
+    tables.write_section("bench/inference.py", "INFERENCE BODY", ["ticketnet.py"], path=path)
+    tables.write_section("/elsewhere/bench/training.py", "NEW TRAINING BODY", ["ticketnet.py"], path=path)
     text = path.read_text()
     assert text.startswith("# Benchmarks\n")
     assert "OLD TRAINING BODY" not in text
     assert text.count("NEW TRAINING BODY") == 1 and text.count("INFERENCE BODY") == 1
     assert text.index("<!-- bench/training.py -->") < text.index("NEW TRAINING BODY") \
         < text.index("<!-- /bench/training.py -->") < text.index("<!-- bench/inference.py -->")
+
+
+def test_a_section_records_the_fingerprint_of_what_it_measured(tmp_path):
+    path = tmp_path / "BENCHMARKS.md"
+    tables.write_section("bench/inference.py", "BODY", ["ticketnet.py", "grader/checks/*.py"], path=path)
+    recorded = _measured(path.read_text())
+    assert recorded == {pattern: f"({count} file{'s' * (count != 1)}) {digest}" for pattern, (count, digest)
+                        in tables.fingerprint(["ticketnet.py", "grader/checks/*.py"]).items()}
+    assert recorded["ticketnet.py"].startswith("(1 file) ")
+    assert recorded["grader/checks/*.py"].startswith(f"({len(list((ROOT / 'grader/checks').glob('*.py')))} files) ")
+
+
+def test_a_fingerprint_changes_with_any_file_edited_added_removed_or_renamed(tmp_path):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "a.py").write_text("x = 1\n")
+    (tmp_path / "lib" / "b.py").write_text("y = 2\n")
+    (tmp_path / "lib" / "__pycache__").mkdir()
+    (tmp_path / "lib" / "__pycache__" / "c.py").write_text("compiled, not source\n")
+
+    def digest():
+        return tables.fingerprint(["lib/**/*.py"], root=tmp_path)["lib/**/*.py"]
+
+    first = digest()
+    assert first[0] == 2  # __pycache__ left out
+    assert digest() == first
+    (tmp_path / "lib" / "b.py").write_text("y = 3\n")
+    edited = digest()
+    (tmp_path / "lib" / "b.py").rename(tmp_path / "lib" / "c.py")
+    renamed = digest()
+    (tmp_path / "lib" / "d.py").write_text("")
+    added = digest()
+    (tmp_path / "lib" / "a.py").unlink()
+    removed = digest()
+    assert len({first, edited, renamed, added, removed}) == 5
+    assert tables.fingerprint(["nothing/*.py"], root=tmp_path)["nothing/*.py"][0] == 0
+
+
+def _measured(section):
+    """{pattern: "(N files) digest"} from the line of a section that records what it measured."""
+    lines = [line for line in section.splitlines() if line.startswith(tables.MEASURED_LINE)]
+    assert len(lines) <= 1, lines
+    entries = lines[0][len(tables.MEASURED_LINE):].split(";") if lines else []
+    return dict(re.fullmatch(r" `([^`]+)` (\(\d+ files?\) [0-9a-f]{16})", entry).groups() for entry in entries)
+
+
+@pytest.mark.parametrize("module", [training, inference, notebooks, grading])
+def test_the_committed_tables_measured_the_code_of_today(module):
+    """A table of BENCHMARKS.md older than the code it measured fails here: re-run its command."""
+    script = Path(module.__file__).name
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    section = text.split(f"<!-- bench/{script} -->")[1].split(f"<!-- /bench/{script} -->")[0]
+    made_by = re.search(r"Made by `([^`]+)`", section).group(1)
+    again = f"re-run `{made_by}` on a quiet machine and commit BENCHMARKS.md"
+    recorded = _measured(section)
+    assert list(recorded) == module.MEASURED, \
+        f"the tables of bench/{script} do not record the files it measures today, {module.MEASURED}: {again}"
+    today = _measured(tables.measured_line(module.MEASURED))
+    stale = [pattern for pattern in module.MEASURED if recorded[pattern] != today[pattern]]
+    assert not stale, f"the tables of bench/{script} measured an older {', '.join(stale)}: {again}"
 
 
 def test_table_keeps_the_column_order_and_leaves_missing_cells_empty():
