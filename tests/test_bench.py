@@ -162,8 +162,7 @@ def _measured(section):
 def test_the_committed_tables_measured_the_code_of_today(module):
     """A table of BENCHMARKS.md older than the code it measured fails here: re-run its command."""
     script = Path(module.__file__).name
-    text = (ROOT / "BENCHMARKS.md").read_text()
-    section = text.split(f"<!-- bench/{script} -->")[1].split(f"<!-- /bench/{script} -->")[0]
+    section = _committed(Path(script).stem)
     made_by = re.search(r"Made by `([^`]+)`", section).group(1)
     again = f"re-run `{made_by}` on a quiet machine and commit BENCHMARKS.md"
     recorded = _measured(section)
