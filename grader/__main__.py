@@ -97,6 +97,8 @@ def check(args):
         print(f"  repaired: {note}")
     for note in result["interrupted"]:
         print(f"  {note}")
+    for note in result["flags"]:
+        print(f"  flagged: {note}")
     width = max(len(t["grade_id"]) for t in result["tasks"])
     for task in result["tasks"]:
         verdict = task["message"].splitlines()[0] if task["message"] else \

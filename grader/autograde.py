@@ -79,10 +79,11 @@ def _sha256(path):
 
 def grading_versions(root=ROOT):
     """section -> a fingerprint of everything that grades it: its solution notebook (check cells,
-    hidden tests), the modules of grader/checks/ it imports, and ticketnet.py. A notebook whose
+    hidden tests), the modules of grader/checks/ it imports, the judge and ticketnet.py. A notebook whose
     section's fingerprint changed is graded again; key None covers notebooks of no known section."""
     root = Path(root)
-    shared = [root / "ticketnet.py", root / "grader" / "checks" / "__init__.py"]
+    shared = [root / "ticketnet.py", root / "grader" / "checks" / "__init__.py", root / "grader" / "probe.py",
+              root / "grader" / "judge.py"]
     versions = {}
     for section in SECTIONS:
         solution = root / "solutions" / section / f"{section}.ipynb"
@@ -250,7 +251,7 @@ def _line(result):
     if result["error"]:
         return f"{where}: 0 points - {result['error'].splitlines()[0]}"
     repaired = f"; repaired: {', '.join(result['repairs'])}" if result["repairs"] else ""
-    stopped = "".join(f"; {note}" for note in result["interrupted"])
+    stopped = "".join(f"; {note}" for note in [*result["interrupted"], *result.get("flags", [])])
     return f"{where}: {result['score']:g}/{result['max_score']:g} ({result['seconds']:.0f} s{repaired}{stopped})"
 
 
@@ -269,8 +270,8 @@ def _write_feedback(out, result):
 
 def _write_grades(path, results):
     """A row per student, a column per task (section:grade_id) in notebook order, a total per
-    section and overall, and the problems: submissions that could not be graded, and cells
-    interrupted at the time limit."""
+    section and overall, and the problems: submissions that could not be graded, cells
+    interrupted at the time limit, and checks that the notebook and the grader judged differently."""
     graded = [r for r in results.values() if not r["error"]]
     tasks = {}  # section -> task ids in notebook order, from its most complete submission
     for result in graded:
@@ -286,7 +287,8 @@ def _write_grades(path, results):
         row[f"{result['section']}:total"] = result["score"]
     for result in sorted(results.values(), key=lambda r: (_section_index(r["notebook"]), r["notebook"])):
         name = Path(result["notebook"]).name
-        problems = [result["error"]] if result["error"] else result.get("interrupted", [])
+        problems = [result["error"]] if result["error"] else [*result.get("interrupted", []),
+                                                               *result.get("flags", [])]
         rows[result["student"]]["problems"] += [f"{name}: {problem}" for problem in problems]
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, ["student", *columns, "total", "problems"], restval=0)

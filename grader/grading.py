@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import release
+from grader import judge, release
 from grader.repair import repair
 from grader.warm_kernel import NAME as WARM_KERNEL, WarmKernels, use_warm_kernels
 from grader.course import ROOT, SOLUTIONS, solution_notebook
@@ -97,20 +97,6 @@ def _interrupted_cells(notebook, timeout):
             and any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in cell.outputs)]
 
 
-def _message(cell):
-    """The failure text of an autograded check cell, or "" when it passed. nbgrader also fails a
-    check cell that wrote to stderr, with no error to quote: the message then says so."""
-    outputs = cell.outputs
-    for output in outputs:
-        if output.output_type == "error":
-            return f"{output.ename}: {output.evalue}".strip()
-    for output in outputs:
-        if output.output_type == "stream" and output.name == "stderr":
-            first = (output.text.strip().splitlines() or ["(blank)"])[0][:200]
-            return f"the check cell wrote to stderr, which nbgrader scores as a failure: {first}"
-    return ""
-
-
 class GradingCourse:
     """An nbgrader course in `folder` whose source is the repository's solutions.
 
@@ -137,7 +123,7 @@ class GradingCourse:
         else:
             self.kernels = warm or None
         self.api = release._nbgrader_api(self.folder, self.folder / "release", self.db, source=SOLUTIONS,
-                                         timeout=timeout, kernel=self.kernels and WARM_KERNEL)
+                                         timeout=timeout, kernel=self.kernels and WARM_KERNEL, judged=True)
 
     def register(self, section):
         """Make nbgrader's gradebook know the section (once, before its first submission)."""
@@ -160,26 +146,43 @@ class GradingCourse:
         shutil.rmtree(submitted, ignore_errors=True)
         submitted.mkdir(parents=True)
         nbformat.write(notebook, submitted / f"{section}.ipynb")
+        judge.VERDICTS.pop((section, student), None)
         outcome = self.api.autograde(section, student, force=True, create=True)
+        verdicts = judge.VERDICTS.pop((section, student), {})
         if not outcome["success"]:
             raise NotGradable(_reason(outcome["log"] or outcome["error"]))
         graded = nbformat.read(self.folder / "autograded" / student / section / f"{section}.ipynb",
                                as_version=4)
-        messages = {c.metadata["nbgrader"]["grade_id"]: _message(c) for c in graded.cells
-                    if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"}
-        from nbgrader.api import Gradebook
-        with Gradebook(f"sqlite:///{self.db}") as gradebook:
-            grades = gradebook.find_submission_notebook(section, section, student).grades
-            tasks = [{"grade_id": g.name, "score": float(g.score), "max_score": float(g.max_score),
-                      "message": messages.get(g.name, "")}
-                     for g in grades if g.cell_type == "code"]
-            written = sum(g.max_score for g in grades if g.cell_type == "markdown")
-        order = list(messages)
-        tasks.sort(key=lambda t: order.index(t["grade_id"]) if t["grade_id"] in order else len(order))
+        # The scores are the judge's verdicts and the solutions' points: neither the gradebook nor
+        # the autograded notebook, which the submission's kernel could have written to.
+        tasks, flags = [], []
+        for grade_id, (_, points) in judge.check_cells(section).items():
+            verdict = verdicts.get(grade_id)
+            message = ("not graded: its check cell did not run" if verdict is None else
+                       "" if verdict["passed"] else ": ".join(verdict["error"]))
+            tasks.append({"grade_id": grade_id, "score": float(points) if verdict and verdict["passed"] else 0.0,
+                          "max_score": float(points), "message": message})
+            if verdict and verdict["in_notebook"] != verdict["passed"]:
+                flags.append(f"{grade_id} {'passed' if verdict['in_notebook'] else 'failed'} in the notebook "
+                             f"but {'passes' if verdict['passed'] else 'fails'} the grader's check "
+                             "(the submission may interfere with its checks)")
+        self._record(section, student, tasks)
         return {"notebook": str(path), "section": section, "repairs": repairs,
-                "interrupted": _interrupted_cells(graded, self.timeout),
+                "interrupted": _interrupted_cells(graded, self.timeout), "flags": flags,
                 "score": sum(t["score"] for t in tasks), "max_score": sum(t["max_score"] for t in tasks),
-                "written_max_score": float(written), "tasks": tasks}
+                "written_max_score": float(judge.written_points(section)), "tasks": tasks}
+
+    def _record(self, section, student, tasks):
+        """Write the judge's scores over this submission's grades in the gradebook, which its
+        kernel could reach: the feedback page then shows the judge's scores, and no extra credit."""
+        from nbgrader.api import Gradebook
+        scores = {t["grade_id"]: t["score"] for t in tasks}
+        with Gradebook(f"sqlite:///{self.db}") as gradebook:
+            for grade in gradebook.find_submission_notebook(section, section, student).grades:
+                grade.extra_credit = None
+                if grade.name in scores:
+                    grade.auto_score, grade.manual_score = scores[grade.name], None
+            gradebook.db.commit()
 
     def close(self):
         if self._own_kernels:

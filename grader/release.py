@@ -46,7 +46,7 @@ def alembic_head_by_command():
     return printed.split()[0]
 
 
-def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel=None):
+def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel=None, judged=False):
     import nbgrader.api
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
@@ -63,6 +63,13 @@ def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel
     config.Execute.extra_arguments = kernel_arguments(warm=bool(kernel))
     if kernel:  # a kernel spec other than the notebook's own (grader.warm_kernel)
         config.Execute.kernel_name = kernel
+    if judged:  # each check cell's outputs are the judge's verdict (grader.judge)
+        from nbgrader.converters import Autograde
+        from nbgrader.preprocessors import Execute
+        from grader.judge import JudgedExecute
+        config.Autograde.autograde_preprocessors = [
+            JudgedExecute if p is Execute else p
+            for p in Autograde.class_traits()["autograde_preprocessors"].default_value]
     return NbGraderAPI(config=config)
 
 

@@ -1,5 +1,6 @@
 """The class report: how each task went, the most frequent failure messages, a score histogram,
-and the submissions that could not be graded or had a cell interrupted at the time limit."""
+the submissions that could not be graded or had a cell interrupted at the time limit, and the
+checks that the notebook and the grader judged differently."""
 
 from collections import Counter
 from html import escape
@@ -40,6 +41,8 @@ def write_report(out, results):
                      for (t, m), n in failures.most_common(15))
     stopped = "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(note)}</li>"
                       for r in graded for note in r.get("interrupted", []))
+    flagged = "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(flag)}</li>"
+                      for r in graded for flag in r.get("flags", []))
     bad = "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(r['error'])}</li>"
                   for r in broken)
     html = f"""<!doctype html><html><head><meta charset="utf-8"><title>Class report</title>
@@ -55,6 +58,10 @@ tr:nth-child(even){{background:#f3f3f3}}</style></head><body>
 <h2>Cells interrupted at the time limit</h2><p>The checks after such a cell fail for want of what it
 should have defined; the failure messages above then name the consequence, this list the cause.</p>
 <ul>{stopped or "<li>none</li>"}</ul>
+<h2>Checks the notebook and the grader judged differently</h2><p>The score is the grader's, which
+ran the check outside the student's process. A notebook whose own check passed where the grader's
+failed may interfere with its checks: read it.</p>
+<ul>{flagged or "<li>none</li>"}</ul>
 <p>Written answers are not in these scores: grade them in nbgrader's formgrader.</p>
 </body></html>"""
     path = out / "report.html"

@@ -4,11 +4,18 @@ Each check takes the student's function or class, runs it on small inputs, and e
 "Check passed" or raises AssertionError with a message in the student's terms: what came out,
 what was expected, and the likely mistake. One module per section; this file holds the helpers
 they share.
+
+In the notebook a check receives the student's own objects. When grading, it runs in the grader
+and receives stand-ins (grader/probe.py) that run the student's code in the kernel: the same code
+must work on both, so a check reaches the student's code only by calling it and reading what
+modules hold (children, parameters, settings), never through its source or frames.
 """
 
 import contextlib
 import functools
+import importlib
 import sys
+from unittest import mock
 
 import torch
 
@@ -71,3 +78,35 @@ def expect_close(actual, expected, what, hint="", atol=1e-5, rtol=1e-4):
     if not torch.allclose(actual.float(), expected.float(), atol=atol, rtol=rtol):
         gap = (actual.float() - expected.float()).abs().max().item()
         raise AssertionError(f"{what} differs from the expected values by up to {gap:.3g}. {hint}".strip())
+
+
+# Functions refused to the student's code right now: [(("module:name", ...), the list of uses)].
+# grader.probe sends them along with each call, so the student's code meets them in the kernel too.
+REFUSED = []
+
+
+@contextlib.contextmanager
+def refusing(*paths):
+    """While the block runs, calling any of `paths` ("module:name", e.g. "torch:layer_norm") from
+    the student's code raises RuntimeError("refused"). Yields a list that grows by one entry for
+    each such call."""
+    used = []
+    with refuse(paths, used):
+        REFUSED.append((paths, used))
+        try:
+            yield used
+        finally:
+            REFUSED.pop()
+
+
+def refuse(paths, used):
+    """The patches behind `refusing`, in this process."""
+    def refused(*args, **kwargs):
+        used.append(True)
+        raise RuntimeError("refused")
+
+    patches = contextlib.ExitStack()
+    for path in paths:
+        module, _, name = path.partition(":")
+        patches.enter_context(mock.patch.object(importlib.import_module(module), name, refused))
+    return patches

@@ -1,0 +1,160 @@
+"""The judge: a section's check cells run in the grader, on the student's code in the kernel.
+
+A check cell of the course holds only lines `check.NAME(StudentName, literal arguments)` (and
+comments). The judge reads that text from the solutions, never from the submission; it calls
+the section's check NAME in its own process with a stand-in for StudentName (grader.probe), so
+the student's code runs in the kernel and only plain data comes back. The check's verdict is the
+task's: nothing the submission does to its own process (rebinding `check`, patching torch or the
+checks, input transformers) reaches it.
+
+Under nbgrader, `JudgedExecute` takes the place of nbgrader's Execute preprocessor: every cell
+runs in the kernel as usual, check cells included (what the student would see: the in-notebook
+result); then the judge checks the task and its verdict becomes the cell's output, which is what
+nbgrader scores. The verdicts are also kept in `VERDICTS` for the grader, which takes the scores
+from them, not from a gradebook the submission could have written to.
+"""
+
+import ast
+import contextlib
+import functools
+import importlib
+import io
+import re
+
+import nbformat
+
+from grader.course import solution_notebook
+from grader.probe import MIME, Link, NotPlainData
+
+# (section, student) -> {grade_id: verdict}: filled while nbgrader autogrades, read by the grader
+VERDICTS = {}
+
+
+class NotACheckCell(ValueError):
+    """A check cell holding something other than calls of the section's checks."""
+
+
+def nbgrader(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def is_check_cell(cell):
+    return cell.cell_type == "code" and nbgrader(cell).get("grade") and not nbgrader(cell).get("solution")
+
+
+@functools.cache
+def check_cells(section):
+    """grade_id -> (source, points) of the section's check cells, from the solutions."""
+    notebook = nbformat.read(solution_notebook(section), as_version=4)
+    return {nbgrader(c)["grade_id"]: (c.source, nbgrader(c)["points"]) for c in notebook.cells if is_check_cell(c)}
+
+
+@functools.cache
+def written_points(section):
+    """The points of the section's written answers, graded by hand."""
+    notebook = nbformat.read(solution_notebook(section), as_version=4)
+    return sum(nbgrader(c)["points"] for c in notebook.cells
+               if c.cell_type == "markdown" and nbgrader(c).get("grade"))
+
+
+@functools.cache
+def check_module(section):
+    """The module of grader.checks that the section's notebook imports as `check`."""
+    text = solution_notebook(section).read_text()
+    found = re.search(r"from grader\.checks import (\w+) as check", text)
+    return importlib.import_module(f"grader.checks.{found.group(1)}")
+
+
+def parse(source):
+    """[(check name, the student's name, positional literals, keyword literals)] of a check cell."""
+    calls = []
+    for statement in ast.parse(source).body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Name) and call.func.value.id == "check"
+                and call.args and isinstance(call.args[0], ast.Name)):
+            raise NotACheckCell(f"not a call `check.NAME(answer, ...)`: {ast.unparse(statement)[:80]}")
+        try:
+            args = [ast.literal_eval(a) for a in call.args[1:]]
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+        except ValueError:
+            raise NotACheckCell(f"a check's arguments must be literals: {ast.unparse(statement)[:80]}") from None
+        calls.append((call.func.attr, call.args[0].id, args, kwargs))
+    return calls
+
+
+def judge(section, grade_id, link):
+    """Run the check cell `grade_id` of `section` here, on the student's code behind `link`.
+    Returns {"passed", "stdout", "error": (name, message) or None}."""
+    source, _ = check_cells(section)[grade_id]
+    module = check_module(section)
+    stdout = io.StringIO()
+    error = None
+    with contextlib.redirect_stdout(stdout):
+        try:
+            for name, answer, args, kwargs in parse(source):
+                getattr(module, name)(link.name(answer), *args, **kwargs)
+        except NotPlainData as failure:
+            error = ("NotPlainData", f"{failure}: the submission interferes with the grader")
+        except Exception as failure:  # noqa: BLE001 - the student's failure, as the cell would show it
+            error = (type(failure).__name__, str(failure))
+    return {"passed": error is None, "stdout": stdout.getvalue(), "error": error}
+
+
+def outputs(verdict):
+    """The outputs of a check cell that show `verdict`, as nbgrader scores and shows them."""
+    cells = []
+    if verdict["stdout"]:
+        cells.append(nbformat.v4.new_output("stream", name="stdout", text=verdict["stdout"]))
+    if verdict["error"]:
+        name, message = verdict["error"]
+        cells.append(nbformat.v4.new_output("error", ename=name, evalue=message,
+                                            traceback=[f"{name}: {message}"]))
+    return cells
+
+
+def failed_in_notebook(cell):
+    """What nbgrader would have scored from the kernel's own run of a check cell."""
+    return any(o.output_type == "error" or (o.output_type == "stream" and o.name == "stderr")
+               for o in cell.outputs)
+
+
+def display_of(outputs):
+    """The probe's answer among a cell's outputs (the last one: it is displayed after the student's
+    code has run), or None."""
+    answers = [output.data[MIME] for output in outputs
+               if output.output_type in ("display_data", "execute_result") and MIME in output.get("data", {})]
+    return answers[-1] if answers else None
+
+
+@functools.cache
+def _execute_preprocessor():
+    from nbgrader.preprocessors import Execute
+
+    class JudgedExecute(Execute):
+        """nbgrader's Execute, with each check cell's outputs replaced by the judge's verdict."""
+
+        def preprocess_cell(self, cell, resources, index):
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            if is_check_cell(cell):
+                info = resources["nbgrader"]
+                section, grade_id = info["assignment"], nbgrader(cell)["grade_id"]
+
+                def run(code):
+                    probe = nbformat.v4.new_code_cell(code)
+                    self.execute_cell(probe, index, store_history=False)
+                    return display_of(probe.outputs)
+
+                verdict = judge(section, grade_id, Link(run))
+                verdict["in_notebook"] = not failed_in_notebook(cell)
+                VERDICTS.setdefault((section, info["student"]), {})[grade_id] = verdict
+                cell.outputs = outputs(verdict)
+            return cell, resources
+
+    return JudgedExecute
+
+
+def __getattr__(name):  # nbgrader is imported only when the preprocessor is asked for
+    if name == "JudgedExecute":
+        return _execute_preprocessor()
+    raise AttributeError(name)

@@ -1,0 +1,276 @@
+"""The judge (grader/judge.py, grader/probe.py): checks that run in the grader on the student's code
+in a kernel, with only plain data coming back.
+
+- Every catalogue entry of every section gets from the judge the verdict and the very message
+  that its check cell gives in the notebook.
+- The boundary: random state, arguments changed in place, modules, exceptions and names cross it
+  as they would within one process; what is not plain data never does.
+"""
+
+import base64
+import io
+import os
+import pickle
+
+import nbformat
+import pytest
+import torch
+from jupyter_client.manager import start_new_kernel
+from torch import nn
+
+from grader import catalogue, judge, probe
+from grader.course import ROOT, SECTIONS, solution_notebook
+
+
+class Kernel:
+    """A kernel of the course's Python, in `folder`, run as under nbgrader's autograder."""
+
+    def __init__(self, folder):
+        env = {**os.environ, "COURSE_ROOT": str(ROOT), "NBGRADER_EXECUTION": "autograde",
+               "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+        self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(folder), env=env)
+        self.link = probe.Link(lambda code: self.execute(code, store_history=False)[0])
+
+    def execute(self, code, store_history=True):
+        """(the probe's answer or None, (error name, message) or None) of running `code`."""
+        msg_id = self.client.execute(code, store_history=store_history)
+        answer, error = None, None
+        while True:
+            message = self.client.get_iopub_msg(timeout=300)
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = message["msg_type"], message["content"]
+            if kind in ("display_data", "execute_result") and probe.MIME in content["data"]:
+                answer = content["data"][probe.MIME]
+            elif kind == "error":
+                error = (content["ename"], content["evalue"])
+            elif kind == "status" and content["execution_state"] == "idle":
+                return answer, error
+
+    def close(self):
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    k = Kernel(tmp_path_factory.mktemp("kernel"))
+    yield k
+    k.close()
+
+
+# --- the catalogue, judged --------------------------------------------------------------------
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_the_judge_gives_every_catalogue_entry_the_notebooks_verdict_and_message(section):
+    notebook = nbformat.read(solution_notebook(section), as_version=4)
+    answers = {judge.nbgrader(c)["grade_id"]: c.source for c in notebook.cells
+               if c.cell_type == "code" and judge.nbgrader(c).get("solution") and not judge.nbgrader(c).get("grade")}
+    kernel = Kernel(solution_notebook(section).parent)
+    try:
+        for cell in notebook.cells:
+            if cell.cell_type == "code" and not judge.is_check_cell(cell):
+                assert kernel.execute(cell.source)[1] is None, cell.source[:200]
+        wrong, right = catalogue.load(section)
+        checks = {name.lower(): name for name in judge.check_cells(section)}
+        differ = []
+        for entry in [*wrong, *right]:
+            grade_id = checks[f"test_{entry.name}".lower()]
+            kernel.execute(entry.code)
+            _, in_notebook = kernel.execute(judge.check_cells(section)[grade_id][0])
+            verdict = judge.judge(section, grade_id, kernel.link)
+            kernel.execute(answers[entry.name])
+            what = f"{entry.name}: {getattr(entry, 'mistake', None) or entry.variant}"
+            if isinstance(entry, catalogue.Wrong):
+                assert verdict["error"] is not None, f"the judge accepts a wrong answer, {what}"
+                missing = [w for w in entry.expect if w.lower() not in verdict["error"][1].lower()]
+                assert not missing, f"{what}: the judge's message lacks {missing}: {verdict['error']}"
+            else:
+                assert verdict["passed"], f"the judge refuses a right answer, {what}: {verdict['error']}"
+            if verdict["error"] != in_notebook:
+                differ.append(f"{what}\n  notebook: {in_notebook}\n  judge:    {verdict['error']}")
+        assert not differ, "\n".join(differ)
+    finally:
+        kernel.close()
+
+
+# --- the boundary -----------------------------------------------------------------------------
+
+def _define(kernel, code):
+    assert kernel.execute(code)[1] is None
+
+
+def test_a_check_sees_the_random_numbers_it_would_see_in_one_process(kernel):
+    _define(kernel, "import torch\ndef noise(n):\n    return torch.rand(n)")
+    torch.manual_seed(5)
+    here = torch.rand(3), torch.rand(2)
+    torch.manual_seed(5)
+    remote = kernel.link.name("noise")
+    there = remote(3), torch.rand(2)  # the judge's own draw follows the kernel's
+    assert torch.equal(here[0], there[0]) and torch.equal(here[1], there[1])
+
+
+def test_what_the_students_code_does_to_its_arguments_comes_back(kernel):
+    _define(kernel, "def meddle(x, g, d, l):\n    x.add_(1); torch.rand(2, generator=g); d['new'] = 1; "
+                    "l.append(2)\n    return None")
+    x, g, d, lst = torch.zeros(3), torch.Generator().manual_seed(1), {"old": 0}, [1]
+    twin = torch.Generator().manual_seed(1)
+    torch.rand(2, generator=twin)
+    kernel.link.name("meddle")(x, g, d, lst)
+    assert torch.equal(x, torch.ones(3)) and torch.equal(g.get_state(), twin.get_state())
+    assert d == {"old": 0, "new": 1} and lst == [1, 2]
+
+
+def test_a_students_module_is_stood_in_for_with_pytorchs_layers_rebuilt_in_the_judge(kernel):
+    _define(kernel, "from torch import nn\nclass Twice(nn.Module):\n    def __init__(self, d):\n"
+                    "        super().__init__(); self.inner = nn.Linear(d, d); self.d = d\n"
+                    "    def forward(self, x):\n        return 2 * self.inner(x)")
+    module = kernel.link.name("Twice")(4)
+    assert type(module).__name__ == "Twice" and isinstance(module, nn.Module) and module.d == 4
+    assert type(module.inner) is nn.Linear and module.inner.in_features == 4
+    x = torch.randn(2, 4)
+    assert torch.allclose(module(x), 2 * module.inner(x))
+    with torch.no_grad():  # the judge's weights are the ones the kernel's forward uses
+        module.inner.weight.zero_()
+        module.inner.bias.fill_(1.5)
+    assert torch.equal(module(x), torch.full((2, 4), 3.0))
+    assert sum(p.numel() for p in module.parameters()) == 20
+
+
+def test_the_students_exceptions_keep_their_type_and_message(kernel):
+    _define(kernel, "class Mine(ValueError):\n    pass\ndef fails(kind):\n"
+                    "    raise {'value': ValueError('bad d'), 'mine': Mine('own'), 'key': KeyError('k')}[kind]")
+    fails = kernel.link.name("fails")
+    with pytest.raises(ValueError, match="bad d"):
+        fails("value")
+    with pytest.raises(ValueError, match="own") as raised:
+        fails("mine")
+    assert type(raised.value).__name__ == "Mine"
+    with pytest.raises(KeyError) as raised:
+        fails("key")
+    assert str(raised.value) == "'k'"
+    with pytest.raises(NameError, match="'nowhere' is not defined"):
+        kernel.link.name("nowhere")
+
+
+def test_a_tensor_subclass_comes_back_as_its_numbers_only(kernel):
+    _define(kernel, "class Liar(torch.Tensor):\n    @classmethod\n"
+                    "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+                    "        return True if func in (torch.equal, torch.allclose) else "
+                    "super().__torch_function__(func, types, args, kwargs or {})\n"
+                    "def sly():\n    return torch.arange(3.0).as_subclass(Liar)")
+    value = kernel.link.name("sly")()
+    assert type(value) is torch.Tensor and torch.equal(value, torch.arange(3.0))
+    assert not torch.equal(value, torch.zeros(3))
+
+
+def test_what_the_students_code_prints_or_warns_reaches_the_judges_output(kernel, capsys):
+    _define(kernel, "import warnings\ndef chatty():\n    print('hello'); warnings.warn('careful'); return 1")
+    assert kernel.link.name("chatty")() == 1
+    out = capsys.readouterr().out
+    assert "hello" in out and "careful" in out
+
+
+def _forged(value):
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+class Sub(torch.Tensor):
+    pass
+
+
+class Evil:
+    def __reduce__(self):
+        return (print, ("the judge ran code from the kernel",))
+
+
+@pytest.mark.parametrize("value", [
+    torch.zeros(2).as_subclass(Sub),
+    nn.Parameter(torch.zeros(2)),
+    {1: "a dict keyed by a number"},
+    {"x": torch.Size([2, 3])},
+])
+def test_an_answer_that_is_not_plain_data_is_refused(value):
+    with pytest.raises(probe.NotPlainData):
+        probe.read_answer(_forged(value))
+
+
+def test_an_answer_that_would_run_code_in_the_judge_is_refused(capsys):
+    with pytest.raises(probe.NotPlainData, match="not plain data"):
+        probe.read_answer(base64.b64encode(pickle.dumps({"value": Evil()})).decode())
+    assert "the judge ran code" not in capsys.readouterr().out
+
+
+def test_an_answer_larger_than_checks_explain_is_refused(monkeypatch):
+    monkeypatch.setattr(probe, "MAX_ANSWER", 1000)
+    with pytest.raises(probe.NotPlainData, match="bytes"):
+        probe.read_answer(_forged(torch.zeros(1000)))
+
+
+def test_a_description_cannot_give_pytorchs_layer_another_forward(kernel):
+    linear = nn.Linear(3, 3)
+    description = {"__module__": 1, "class": "torch.nn.modules.linear:Linear", "training": True,
+                   "attrs": {"in_features": 3, "out_features": 3, "forward": {"__remote__": 7, "name": "f"},
+                             "_parameters": 0, "train": 1},
+                   "params": {"weight": {"data": linear.weight.detach(), "requires_grad": True},
+                              "bias": {"data": linear.bias.detach(), "requires_grad": True}},
+                   "buffers": {}, "children": {}}
+    rebuilt = kernel.link.decode(description)
+    x = torch.randn(2, 3)
+    assert "forward" not in vars(rebuilt) and "train" not in vars(rebuilt)
+    assert torch.equal(rebuilt(x), linear(x))
+
+
+def test_a_description_names_only_pytorchs_or_the_checks_classes(kernel):
+    description = {"__object__": "os:system", "state": {"__dict__": []}}
+    with pytest.raises(probe.NotPlainData, match="does not load"):
+        kernel.link.decode(description)
+
+
+# --- reading check cells ------------------------------------------------------------------------
+
+def test_a_check_cell_is_read_as_calls_of_the_sections_checks_with_literal_arguments():
+    source = "# a comment\ncheck.split_heads(split_heads)\n### BEGIN HIDDEN TESTS\n" \
+             "check.split_heads(split_heads, 3, heads=(1, 2), seed=-1)\n### END HIDDEN TESTS\n"
+    assert judge.parse(source) == [("split_heads", "split_heads", [], {}),
+                                   ("split_heads", "split_heads", [3], {"heads": (1, 2), "seed": -1})]
+
+
+@pytest.mark.parametrize("source", ["x = 1", "check.split_heads(split_heads, len('ab'))",
+                                    "other.split_heads(split_heads)", "check.split_heads('split_heads')",
+                                    "import os"])
+def test_anything_else_in_a_check_cell_is_refused(source):
+    with pytest.raises(judge.NotACheckCell):
+        judge.parse(source)
+
+
+def test_every_check_cell_of_the_course_is_read():
+    for section in SECTIONS:
+        for grade_id, (source, points) in judge.check_cells(section).items():
+            calls = judge.parse(source)
+            assert calls and points > 0, (section, grade_id)
+            module = judge.check_module(section)
+            assert all(callable(getattr(module, name)) for name, *_ in calls), (section, grade_id)
+
+
+def test_a_verdict_becomes_the_outputs_nbgrader_scores():
+    passed = judge.outputs({"passed": True, "stdout": "Check passed\n", "error": None})
+    failed = judge.outputs({"passed": False, "stdout": "", "error": ("AssertionError", "head 0 is wrong")})
+    assert [o.output_type for o in passed] == ["stream"] and passed[0].name == "stdout"
+    assert [o.output_type for o in failed] == ["error"] and failed[0].evalue == "head 0 is wrong"
+    cell = nbformat.v4.new_code_cell("check.x(x)", outputs=failed)
+    assert judge.failed_in_notebook(cell)
+    cell.outputs = passed
+    assert not judge.failed_in_notebook(cell)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text="warned\n")]
+    assert judge.failed_in_notebook(cell)  # nbgrader scores a check cell that wrote to stderr as failed
+
+
+def test_the_probes_answer_is_the_last_one_a_cell_displayed():
+    forged = nbformat.v4.new_output("display_data", data={probe.MIME: "forged"})
+    real = nbformat.v4.new_output("display_data", data={probe.MIME: "real"})
+    other = nbformat.v4.new_output("display_data", data={"text/plain": "x"})
+    assert judge.display_of([forged, other, real]) == "real"
+    assert judge.display_of([other]) is None
