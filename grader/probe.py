@@ -120,11 +120,11 @@ def _encode(value):
         return {"__generator__": value.get_state()}
     if isinstance(value, nn.Module):
         return _describe_module(value)
+    if type(value).__module__.startswith("grader.checks") and not isinstance(value, type):
+        kind = type(value)  # a check's own stand-in, handed to the student's code: its record comes back
+        return {"__object__": f"{kind.__module__}:{kind.__qualname__}", "state": _encode(vars(value))}
     if callable(value):  # even PyTorch's own function: the judge calls nothing the kernel names
         return {"__remote__": _keep(value), "name": getattr(value, "__qualname__", type(value).__name__)}
-    if type(value).__module__.startswith("grader.checks"):
-        kind = type(value)
-        return {"__object__": f"{kind.__module__}:{kind.__qualname__}", "state": _encode(vars(value))}
     if type(value).__module__.startswith("numpy") and hasattr(value, "tolist"):
         return {"__numpy__": _encode(value.tolist()), "type": type(value).__name__}
     if type(value).__module__.startswith("pandas") and hasattr(value, "to_dict"):

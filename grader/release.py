@@ -69,7 +69,7 @@ def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel
         from grader.judge import JudgedExecute
         config.Autograde.autograde_preprocessors = [
             JudgedExecute if p is Execute else p
-            for p in Autograde.class_traits()["autograde_preprocessors"].default_value]
+            for p in Autograde.class_traits()["autograde_preprocessors"].default()]
     return NbGraderAPI(config=config)
 
 

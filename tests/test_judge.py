@@ -199,7 +199,7 @@ def test_an_answer_that_is_not_plain_data_is_refused(value):
 
 def test_an_answer_that_would_run_code_in_the_judge_is_refused(capsys):
     with pytest.raises(probe.NotPlainData, match="not plain data"):
-        probe.read_answer(base64.b64encode(pickle.dumps({"value": Evil()})).decode())
+        probe.read_answer(base64.b64encode(pickle.dumps({"value": Evil()}, protocol=2)).decode())
     assert "the judge ran code" not in capsys.readouterr().out
 
 

@@ -4,10 +4,12 @@ key_padding_mask: 4 points) and two wrong (merge_heads, MultiHead), plus one att
 `grader check` and by `grader autograde`, each must earn exactly its honest 4 of 9 points, and the
 checks its attack fooled in the notebook are flagged.
 
-A right answer that warns and prints as it works is here too: it must keep full marks.
+A right answer that warns and prints as it works is here too: it must keep full marks. And two ways
+to break the grader's probe in the kernel, which can only cost the submission its own points.
 """
 
 import json
+import re
 import subprocess
 import sys
 
@@ -59,10 +61,6 @@ ATTACKS = {
         "def _skip_checks(lines):\n"
         "    return ['pass\\n'] if any(line.startswith('check.') for line in lines) else lines\n\n"
         "get_ipython().input_transformers_cleanup.append(_skip_checks)\n", "", "", True),
-    "fakes-the-probe": (
-        "replaces the grader's probe in the kernel with one that answers every call with None",
-        "import grader.probe as _probe\n"
-        "_probe._encode = lambda value: None\n", "", "", False),
     "writes-the-gradebook": (
         "gives itself 25 points of extra credit in the gradebook of its grading run",
         "", "", "import pathlib, sqlite3\n"
@@ -72,6 +70,20 @@ ATTACKS = {
         "        _db.execute('UPDATE grade SET extra_credit = 25')\n"
         "        _db.commit()\n", False),
 }
+# Attacks that can only cost the submission its own points: the kernel's end of the probe is the
+# student's to break. They never earn more than their honest points, and the tasks they break are flagged.
+SABOTAGE = {
+    "fakes-the-probe": (
+        "replaces the grader's probe in the kernel with one that answers every call with None",
+        "import grader.probe as _probe\n"
+        "_probe._encode = lambda value: None\n"),
+    "hides-from-the-probe": (
+        "an input transformer turns the grader's probe into `pass`",
+        "def _no_probe(lines):\n"
+        "    return ['pass\\n'] if any('grader.probe' in line for line in lines) else lines\n\n"
+        "get_ipython().input_transformers_cleanup.append(_no_probe)\n"),
+}
+
 # A right answer that warns and prints as it works: not an attack, and it keeps every point.
 NOISY = ("import warnings\n\n"
          "def _noisy(answer):\n"
@@ -111,6 +123,9 @@ def attacks(tmp_path_factory):
     for name, (_, first, after_each, last, _) in ATTACKS.items():
         (folder / name).mkdir()
         nbformat.write(submission(first, after_each, last), folder / name / f"{SECTION}.ipynb")
+    for name, (_, first) in SABOTAGE.items():
+        (folder / name).mkdir()
+        nbformat.write(submission(first, "", ""), folder / name / f"{SECTION}.ipynb")
     (folder / "noisy").mkdir()
     nbformat.write(submission(NOISY, "{name} = _noisy({name})", "", wrong=set()),
                    folder / "noisy" / f"{SECTION}.ipynb")
@@ -136,6 +151,16 @@ def test_an_attack_earns_its_honest_points_from_grader_check(attacks, attack):
 
 
 @pytest.mark.nbgrader
+@pytest.mark.parametrize("attack", SABOTAGE)
+def test_breaking_the_probe_costs_only_the_submissions_own_points_and_is_flagged(attacks, attack):
+    result = _check(attacks / attack / f"{SECTION}.ipynb")
+    assert result["score"] <= HONEST, (SABOTAGE[attack][0], result["tasks"])
+    flagged = {f.split()[0] for f in result["flags"]}
+    lost = {t["grade_id"] for t in result["tasks"] if t["score"] == 0} - {"test_merge_heads", "test_MultiHead"}
+    assert lost and lost <= flagged, (result["tasks"], result["flags"])
+
+
+@pytest.mark.nbgrader
 def test_a_right_answer_that_warns_and_prints_keeps_full_marks(attacks):
     result = _check(attacks / "noisy" / f"{SECTION}.ipynb")
     assert result["score"] == result["max_score"] == 9, result["tasks"]
@@ -146,7 +171,7 @@ def test_a_right_answer_that_warns_and_prints_keeps_full_marks(attacks):
 def test_the_whole_tamper_catalogue_through_autograde(attacks, tmp_path):
     results = autograde([attacks], tmp_path / "out", workers=2, timeout=30, echo=lambda line: None)
     by_student = {r["student"]: r for r in results.values()}
-    assert set(by_student) == {*ATTACKS, "noisy"}
+    assert set(by_student) == {*ATTACKS, *SABOTAGE, "noisy"}
     for attack, (what, *_, fooled) in ATTACKS.items():
         assert by_student[attack]["score"] == HONEST, (what, by_student[attack]["tasks"])
     assert by_student["noisy"]["score"] == 9
@@ -157,5 +182,7 @@ def test_the_whole_tamper_catalogue_through_autograde(attacks, tmp_path):
     assert all("passed in the notebook" in grades.loc[a, "problems"] for a in flagged)
     report = (tmp_path / "out" / "report.html").read_text()
     assert all(f"<li>{a}, 01-heads.ipynb: test_" in report for a in flagged)
+    assert all(by_student[a]["score"] <= HONEST for a in SABOTAGE)
     feedback = (tmp_path / "out" / "feedback" / "writes-the-gradebook" / "01-heads.html").read_text()
-    assert "25" not in feedback.split("Score:")[1][:40] if "Score:" in feedback else True
+    total = 9 + by_student["writes-the-gradebook"]["written_max_score"]
+    assert re.findall(r"Score: [\d.]+ / [\d.]+", feedback)[0] == f"Score: {HONEST} / {total}"  # not 104
