@@ -69,7 +69,7 @@ def _reason(log):
     if "DeadKernelError" in log:
         return ("the kernel died while running the notebook (a crash, os._exit, or too much "
                 "memory); every task scores 0")
-    causes = re.findall(r"^\s*([\w.]*(?:Error|Exception)): (.+)$", log, re.M)
+    causes = re.findall(r"^\s*([\w.]*(?:Error|Exception|MissingEntry)): (.+)$", log, re.M)
     causes = [c for c in causes if "NbGraderException" not in c[0]]
     return f"nbgrader could not grade it: {causes[-1][0]}: {causes[-1][1]}" if causes else \
         "nbgrader could not grade it (see its log)"

@@ -438,10 +438,12 @@ def test_a_changed_submission_alone_is_graded_again(graded_class, tmp_path):
 
 
 def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
-    """A solution or a check module moves its section's fingerprint; ticketnet.py moves them all."""
+    """A solution or a check module moves its section's fingerprint; ticketnet.py and the judge move
+    them all."""
     for part in ("solutions", "grader/checks"):
         shutil.copytree(ROOT / part, tmp_path / part)
-    shutil.copy(ROOT / "ticketnet.py", tmp_path / "ticketnet.py")
+    for part in ("ticketnet.py", "grader/judge.py", "grader/probe.py"):
+        shutil.copy(ROOT / part, tmp_path / part)
     before = autograde.grading_versions(tmp_path)
     assert before == autograde.grading_versions()
 
@@ -457,3 +459,5 @@ def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
     assert changed("grader/checks/banking.py") == {"07-banking77", None}
     assert changed("solutions/03-norms/03-norms.ipynb") == {"03-norms", None}
     assert changed("ticketnet.py") == set(before)
+    assert changed("grader/judge.py") == set(before)
+    assert changed("grader/probe.py") == set(before)

@@ -130,6 +130,9 @@ LOG = """\
      "the kernel died while running the notebook (a crash, os._exit, or too much memory); every task scores 0"),
     (LOG, "nbgrader could not grade it: nbgrader.preprocessors.checkcellmetadata.SchemaTooOldError: "
           "Notebook '01-heads' uses an old schema"),
+    ("Traceback (most recent call last):\n    nbgrader.api.MissingEntry: No such grade cell\n"
+     "    nbgrader.converters.base.NbGraderException: Please see the error log",
+     "nbgrader could not grade it: nbgrader.api.MissingEntry: No such grade cell"),
     ("[AutogradeApp | ERROR] Killed\n    nbgrader.converters.base.NbGraderException: Please see the error log",
      "nbgrader could not grade it (see its log)"),
     ("", "nbgrader could not grade it (see its log)"),
