@@ -20,11 +20,13 @@ import functools
 import importlib
 import io
 import re
+import tempfile
 
 import nbformat
+import torch
 
 from grader.course import solution_notebook
-from grader.probe import MIME, Link, NotPlainData
+from grader.probe import Link, NotPlainData
 
 # (section, student) -> {grade_id: verdict}: filled while nbgrader autogrades, read by the grader
 VERDICTS = {}
@@ -90,6 +92,9 @@ def judge(section, grade_id, link):
     module = check_module(section)
     stdout = io.StringIO()
     error = None
+    threads = torch.get_num_threads()
+    # One thread, as the kernels have: a check's products are small, and the workers share the cores.
+    torch.set_num_threads(1)
     with contextlib.redirect_stdout(stdout):
         try:
             for name, answer, args, kwargs in parse(source):
@@ -98,6 +103,8 @@ def judge(section, grade_id, link):
             error = ("NotPlainData", f"{failure}: the submission interferes with the grader")
         except Exception as failure:  # noqa: BLE001 - the student's failure, as the cell would show it
             error = (type(failure).__name__, str(failure))
+        finally:
+            torch.set_num_threads(threads)
     return {"passed": error is None, "stdout": stdout.getvalue(), "error": error}
 
 
@@ -119,14 +126,6 @@ def failed_in_notebook(cell):
                for o in cell.outputs)
 
 
-def display_of(outputs):
-    """The probe's answer among a cell's outputs (the last one: it is displayed after the student's
-    code has run), or None."""
-    answers = [output.data[MIME] for output in outputs
-               if output.output_type in ("display_data", "execute_result") and MIME in output.get("data", {})]
-    return answers[-1] if answers else None
-
-
 @functools.cache
 def _execute_preprocessor():
     from nbgrader.preprocessors import Execute
@@ -141,11 +140,10 @@ def _execute_preprocessor():
                 section, grade_id = info["assignment"], nbgrader(cell)["grade_id"]
 
                 def run(code):
-                    probe = nbformat.v4.new_code_cell(code)
-                    self.execute_cell(probe, index, store_history=False)
-                    return display_of(probe.outputs)
+                    self.execute_cell(nbformat.v4.new_code_cell(code), index, store_history=False)
 
-                verdict = judge(section, grade_id, Link(run))
+                with tempfile.TemporaryDirectory(prefix="judge-") as folder:
+                    verdict = judge(section, grade_id, Link(run, folder))
                 verdict["in_notebook"] = not failed_in_notebook(cell)
                 VERDICTS.setdefault((section, info["student"]), {})[grade_id] = verdict
                 cell.outputs = outputs(verdict)

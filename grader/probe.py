@@ -17,6 +17,9 @@ Whatever the kernel sends is a claim about what the student's code computed on t
 the judge decides with its own reference code. A submission that tampers with the kernel can lie
 about its own outputs, but to pass it must produce the right ones.
 
+Both go through files of a folder the judge names (a module's weights would make a slow cell
+of code or output); the code the kernel runs for a request is one short line.
+
 The random state travels with each call (the judge's torch generator is set in the kernel before
 the call and read back after it), so a check that seeds torch and then builds the student's layer
 sees the same numbers as in the notebook. Arguments the student's code may change in place
@@ -24,22 +27,22 @@ sees the same numbers as in the notebook. Arguments the student's code may chang
 updated in the judge.
 """
 
-import base64
 import builtins
 import contextlib
 import importlib
 import io
 import itertools
+import os
 import pickle
+from pathlib import Path
 
 import torch
 from torch import nn
 
 from grader import checks
 
-MIME = "application/vnd.course.probe+base64"  # the kernel's answer, as display data
 SIMPLE = (bool, int, float, str, type(None))
-MAX_ANSWER = 256 * 2**20  # characters of base64: checks use small inputs and models
+MAX_ANSWER = 200 * 2**20  # bytes: checks use small inputs and models
 # Classes the judge rebuilds from a description: PyTorch's layers and the checks' own helpers.
 TRUSTED = ("torch.nn.", "grader.checks.")
 
@@ -145,11 +148,11 @@ def _resolve(value):
     return value
 
 
-def answer(request):
-    """Run one request of the judge (base64 of a pickled dict) and display the answer."""
+def answer(path):
+    """Run the judge's request in file `path` (a pickled dict); write the answer beside it."""
     from IPython import get_ipython
-    from IPython.display import display
-    request = pickle.loads(base64.b64decode(request))
+    with open(path, "rb") as file:
+        request = pickle.load(file)
     response = {"output": "", "error": None}
     out = io.StringIO()
     try:
@@ -176,6 +179,8 @@ def answer(request):
                     response["rng"] = torch.get_rng_state()
                     response["args"] = [_encode(a) for a in args]
                     response["kwargs"] = {k: _encode(v) for k, v in kwargs.items()}
+                    if isinstance(target, nn.Module):  # what its forward did to its weights and modes
+                        response["target"] = _describe_module(target)
                 response["value"] = _encode(result)
     except BaseException as error:  # noqa: BLE001 - every failure goes back to the judge as data
         response["error"] = {"type": type(error).__name__,
@@ -183,9 +188,7 @@ def answer(request):
                              "args": [_encode(a) for a in error.args] if all(
                                  isinstance(a, SIMPLE) for a in error.args) else [str(error)]}
     response["output"] = out.getvalue()
-    buffer = io.BytesIO()
-    torch.save(response, buffer)
-    display({MIME: base64.b64encode(buffer.getvalue()).decode()}, raw=True)
+    torch.save(response, f"{path}.answer")
 
 
 @contextlib.contextmanager
@@ -206,9 +209,10 @@ def _capture(target, names, captured):
 
 
 def _load_state(module, state):
-    """Put the judge's weights and modes into a kept module before it runs."""
-    with torch.no_grad():
-        module.load_state_dict(state["weights"], strict=False)
+    """Put the judge's weights (when they changed) and modes into a kept module before it runs."""
+    if state.get("weights") is not None:
+        with torch.no_grad():
+            module.load_state_dict(state["weights"], strict=False)
     for name, sub in module.named_modules():
         if name in state["training"]:
             sub.training = state["training"][name]
@@ -225,13 +229,14 @@ class Kept:
 # The judge side: read an answer, stand in for the student's objects
 # ---------------------------------------------------------------------------------------------
 
-def read_answer(text):
-    """The kernel's answer as plain data; NotPlainData for anything else."""
-    if len(text) > MAX_ANSWER:
-        raise NotPlainData(f"the kernel's answer holds {len(text) * 3 // 4:,} bytes, more than a check's "
-                           "small inputs can explain")
+def read_answer(path):
+    """The kernel's answer in file `path` as plain data; NotPlainData for anything else."""
+    size = os.path.getsize(path)
+    if size > MAX_ANSWER:
+        raise NotPlainData(f"the kernel's answer holds {size:,} bytes, more than a check's small inputs "
+                           "can explain")
     try:
-        data = torch.load(io.BytesIO(base64.b64decode(text)), weights_only=True)
+        data = torch.load(path, weights_only=True)
     except Exception as error:
         raise NotPlainData(f"the kernel's answer is not plain data ({type(error).__name__}: "
                            f"{str(error)[:200]})") from None
@@ -254,21 +259,27 @@ def _check_plain(value):
 
 
 class Link:
-    """The judge's end of the boundary. `run(code)` executes `code` in the kernel and returns the
-    data of its display output of type MIME, or None when there was none (the code was
-    interrupted, or never displayed it)."""
+    """The judge's end of the boundary. `run(code)` executes `code` in the kernel; requests and
+    answers are files in `folder`, a new pair for each request."""
 
-    def __init__(self, run):
-        self.run = run
+    def __init__(self, run, folder):
+        self.run, self.folder = run, Path(folder)
+        self.numbers = itertools.count(1)
 
     def request(self, **request):
-        code = ("__import__('grader.probe', fromlist=['answer']).answer("
-                f"{base64.b64encode(pickle.dumps(request)).decode()!r})")
-        text = self.run(code)
-        if text is None:
+        path = self.folder / f"{next(self.numbers)}.request"
+        with open(path, "wb") as file:
+            pickle.dump(request, file)
+        self.run(f"__import__('grader.probe', fromlist=['answer']).answer({str(path)!r})")
+        answer = Path(f"{path}.answer")
+        if not answer.is_file():
             raise TimeoutError("no answer came back from your code: it ran past the time limit, or the "
                                "notebook changed how the kernel runs code")
-        response = read_answer(text)
+        try:
+            response = read_answer(answer)
+        finally:
+            path.unlink()
+            answer.unlink()
         if response.get("output"):
             print(response["output"], end="")
         return response
@@ -286,7 +297,7 @@ class Link:
         outgoing_kwargs = {k: _outgoing(v, sync) for k, v in kwargs.items()}
         watched = {}
         if isinstance(target, RemoteModule):
-            sync[target._handle] = _state(target)
+            sync[target._handle] = target._state()
             # forward pre-hooks the check put on the judge's copies: they see the kernel's inputs
             watched = {name: m for name, m in target.named_modules() if m._forward_pre_hooks}
         refused = [path for paths, _ in checks.REFUSED for path in paths]
@@ -301,6 +312,8 @@ class Link:
         for name, calls in response.get("captured", {}).items():
             for args_kwargs in calls:
                 _replay_pre_hooks(watched[name], *self.decode(args_kwargs))
+        if isinstance(target, RemoteModule) and isinstance(response.get("target"), dict):
+            _load_description(target, response["target"], self)
         for mine, theirs in zip(args, response.get("args", [])):
             self._update(mine, theirs)
         for key, theirs in response.get("kwargs", {}).items():
@@ -311,8 +324,6 @@ class Link:
 
     def _update(self, mine, theirs):
         """Bring an argument of the judge up to date with what the student's code did to it."""
-        if isinstance(mine, RemoteModule):
-            return
         if isinstance(mine, torch.Tensor) and type(theirs) is torch.Tensor:
             if theirs.shape == mine.shape and theirs.dtype == mine.dtype and not torch.equal(theirs, mine):
                 with torch.no_grad():
@@ -408,18 +419,13 @@ def _outgoing(value, sync):
     if isinstance(value, Remote):
         return Kept(value._handle)
     if isinstance(value, RemoteModule):
-        sync[value._handle] = _state(value)
+        sync[value._handle] = value._state()
         return Kept(value._handle)
     if isinstance(value, (list, tuple)):
         return type(value)(_outgoing(v, sync) for v in value)
     if isinstance(value, dict):
         return {k: _outgoing(v, sync) for k, v in value.items()}
     return value
-
-
-def _state(module):
-    return {"weights": {k: v.detach().clone() for k, v in module.state_dict().items()},
-            "training": {name: sub.training for name, sub in module.named_modules()}}
 
 
 def _exception(error):
@@ -461,6 +467,20 @@ class RemoteModule(nn.Module):
     """A module of the student's own class: its children, weights and settings are the judge's
     copies, its forward (and any other method) runs in the kernel on them."""
 
+    def _versions(self):
+        """What changes when a weight is replaced or changed in place (tensor version counters)."""
+        return [(name, id(t), t._version) for name, t in itertools.chain(self.named_parameters(),
+                                                                       self.named_buffers())]
+
+    def _state(self):
+        """The weights (only if they changed since the kernel last had them) and the modes."""
+        versions = self._versions()
+        weights = None
+        if versions != vars(self).get("_synced"):
+            weights = {k: v.detach().clone() for k, v in self.state_dict().items()}
+            vars(self)["_synced"] = versions
+        return {"weights": weights, "training": {name: sub.training for name, sub in self.named_modules()}}
+
     def forward(self, *args, **kwargs):
         return self._link.call(self, "forward", args, kwargs)
 
@@ -489,7 +509,7 @@ def _opaque(name, cache={}):  # noqa: B006
     return cache[name]
 
 
-_MODULE_INTERNALS = {*vars(nn.Module()), "_link", "_handle"}
+_MODULE_INTERNALS = {*vars(nn.Module()), "_link", "_handle", "_synced", "_class"}
 
 
 def _build_module(description, link):
@@ -501,9 +521,8 @@ def _build_module(description, link):
         nn.Module.__init__(module)
     else:
         module = _remote_module_class(qualname.rsplit(".", 1)[-1])()
-        vars(module).update(_link=link, _handle=description["__module__"])
-    _load_description(module, description, link)
-    return module
+        vars(module).update(_link=link, _handle=description["__module__"], _class=path)
+    return _load_description(module, description, link)
 
 
 def _load_description(module, description, link):
@@ -515,16 +534,42 @@ def _load_description(module, description, link):
         if _is_setting(value) and key not in _MODULE_INTERNALS and not hasattr(type(module), key):
             vars(module)[key] = value
     module.training = description["training"]
+    # Weights are updated in place where they can be, as they would be in one process: a check
+    # holding one of them sees what the student's code did to it.
     for key, param in description["params"].items():
-        module._parameters[key] = None if param is None else nn.Parameter(
-            param["data"], requires_grad=param["requires_grad"])
+        mine = module._parameters.get(key)
+        if param is not None and mine is not None and mine.shape == param["data"].shape:
+            _copy_if_changed(mine, param["data"])
+            mine.requires_grad_(param["requires_grad"])
+        else:
+            module._parameters[key] = None if param is None else nn.Parameter(
+                param["data"], requires_grad=param["requires_grad"])
     for key, buffer in description["buffers"].items():
-        module._buffers[key] = buffer
+        mine = module._buffers.get(key)
+        if buffer is not None and mine is not None and mine.shape == buffer.shape:
+            _copy_if_changed(mine, buffer)
+        else:
+            module._buffers[key] = buffer
     for key, child in description["children"].items():
         existing = module._modules.get(key)
-        if child is not None and existing is not None and type(existing).__module__.startswith(TRUSTED) \
-                and child["class"] == f"{type(existing).__module__}:{type(existing).__qualname__}":
+        if child is not None and existing is not None and child["class"] == _class_path(existing) and (
+                type(existing).__module__.startswith(TRUSTED) or getattr(existing, "_handle", None) == child["__module__"]):
             _load_description(existing, child, link)
         else:
             module._modules[key] = None if child is None else _build_module(child, link)
+    if isinstance(module, RemoteModule):  # the kernel holds these very weights
+        vars(module)["_synced"] = module._versions()
     return module
+
+
+def _class_path(module):
+    """"module:qualname" of a module's class, as the kernel describes it (a stand-in: its name)."""
+    if isinstance(module, RemoteModule):
+        return vars(module).get("_class")
+    return f"{type(module).__module__}:{type(module).__qualname__}"
+
+
+def _copy_if_changed(mine, theirs):
+    if mine.dtype != theirs.dtype or not torch.equal(mine.detach(), theirs):
+        with torch.no_grad():
+            mine.copy_(theirs)

@@ -7,10 +7,10 @@ in a kernel, with only plain data coming back.
   as they would within one process; what is not plain data never does.
 """
 
-import base64
-import io
 import os
 import pickle
+import tempfile
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -29,27 +29,27 @@ class Kernel:
         env = {**os.environ, "COURSE_ROOT": str(ROOT), "NBGRADER_EXECUTION": "autograde",
                "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
         self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(folder), env=env)
-        self.link = probe.Link(lambda code: self.execute(code, store_history=False)[0])
+        self.exchange = tempfile.TemporaryDirectory(prefix="judge-")
+        self.link = probe.Link(lambda code: self.execute(code, store_history=False), self.exchange.name)
 
     def execute(self, code, store_history=True):
-        """(the probe's answer or None, (error name, message) or None) of running `code`."""
+        """(error name, message) of running `code`, or None."""
         msg_id = self.client.execute(code, store_history=store_history)
-        answer, error = None, None
+        error = None
         while True:
             message = self.client.get_iopub_msg(timeout=300)
             if message["parent_header"].get("msg_id") != msg_id:
                 continue
             kind, content = message["msg_type"], message["content"]
-            if kind in ("display_data", "execute_result") and probe.MIME in content["data"]:
-                answer = content["data"][probe.MIME]
-            elif kind == "error":
+            if kind == "error":
                 error = (content["ename"], content["evalue"])
             elif kind == "status" and content["execution_state"] == "idle":
-                return answer, error
+                return error
 
     def close(self):
         self.client.stop_channels()
         self.manager.shutdown_kernel(now=True)
+        self.exchange.cleanup()
 
 
 @pytest.fixture(scope="module")
@@ -70,14 +70,14 @@ def test_the_judge_gives_every_catalogue_entry_the_notebooks_verdict_and_message
     try:
         for cell in notebook.cells:
             if cell.cell_type == "code" and not judge.is_check_cell(cell):
-                assert kernel.execute(cell.source)[1] is None, cell.source[:200]
+                assert kernel.execute(cell.source) is None, cell.source[:200]
         wrong, right = catalogue.load(section)
         checks = {name.lower(): name for name in judge.check_cells(section)}
         differ = []
         for entry in [*wrong, *right]:
             grade_id = checks[f"test_{entry.name}".lower()]
             kernel.execute(entry.code)
-            _, in_notebook = kernel.execute(judge.check_cells(section)[grade_id][0])
+            in_notebook = kernel.execute(judge.check_cells(section)[grade_id][0])
             verdict = judge.judge(section, grade_id, kernel.link)
             kernel.execute(answers[entry.name])
             what = f"{entry.name}: {getattr(entry, 'mistake', None) or entry.variant}"
@@ -97,7 +97,7 @@ def test_the_judge_gives_every_catalogue_entry_the_notebooks_verdict_and_message
 # --- the boundary -----------------------------------------------------------------------------
 
 def _define(kernel, code):
-    assert kernel.execute(code)[1] is None
+    assert kernel.execute(code) is None
 
 
 def test_a_check_sees_the_random_numbers_it_would_see_in_one_process(kernel):
@@ -137,6 +137,33 @@ def test_a_students_module_is_stood_in_for_with_pytorchs_layers_rebuilt_in_the_j
     assert sum(p.numel() for p in module.parameters()) == 20
 
 
+def test_what_a_forward_does_to_the_modules_state_comes_back_in_place(kernel):
+    _define(kernel, "class Normed(nn.Module):\n    def __init__(self, d):\n"
+                    "        super().__init__(); self.norm = nn.BatchNorm1d(d)\n"
+                    "    def forward(self, x):\n        return self.norm(x)")
+    module = kernel.link.name("Normed")(3)
+    running = module.norm.running_mean  # a check holding a buffer sees it change, as in one process
+    x = torch.randn(8, 3) + 5
+    module(x)
+    assert running is module.norm.running_mean and torch.allclose(running, 0.1 * x.mean(0))
+    module.eval()
+    assert torch.allclose(module(x), torch.nn.functional.batch_norm(
+        x, running, module.norm.running_var, module.norm.weight, module.norm.bias))
+
+
+def test_the_kernel_gets_the_judges_weights_only_when_they_changed(kernel):
+    _define(kernel, "class One(nn.Module):\n    def __init__(self):\n"
+                    "        super().__init__(); self.w = nn.Parameter(torch.ones(2))\n"
+                    "    def forward(self, x):\n        return x * self.w")
+    module = kernel.link.name("One")()
+    assert module._state()["weights"] is None  # the kernel built them: nothing to send
+    with torch.no_grad():
+        module.w.mul_(3)
+    assert torch.equal(module(torch.ones(2)), torch.full((2,), 3.0))  # sent along with the call
+    assert module._state()["weights"] is None  # and not again
+    assert list(Path(kernel.exchange.name).iterdir()) == []  # every request and answer removed
+
+
 def test_the_students_exceptions_keep_their_type_and_message(kernel):
     _define(kernel, "class Mine(ValueError):\n    pass\ndef fails(kind):\n"
                     "    raise {'value': ValueError('bad d'), 'mine': Mine('own'), 'key': KeyError('k')}[kind]")
@@ -171,10 +198,9 @@ def test_what_the_students_code_prints_or_warns_reaches_the_judges_output(kernel
     assert "hello" in out and "careful" in out
 
 
-def _forged(value):
-    buffer = io.BytesIO()
-    torch.save(value, buffer)
-    return base64.b64encode(buffer.getvalue()).decode()
+def _forged(value, path):
+    torch.save(value, path)
+    return path
 
 
 class Sub(torch.Tensor):
@@ -192,21 +218,22 @@ class Evil:
     {1: "a dict keyed by a number"},
     {"x": torch.Size([2, 3])},
 ])
-def test_an_answer_that_is_not_plain_data_is_refused(value):
+def test_an_answer_that_is_not_plain_data_is_refused(value, tmp_path):
     with pytest.raises(probe.NotPlainData):
-        probe.read_answer(_forged(value))
+        probe.read_answer(_forged(value, tmp_path / "answer"))
 
 
-def test_an_answer_that_would_run_code_in_the_judge_is_refused(capsys):
+def test_an_answer_that_would_run_code_in_the_judge_is_refused(capsys, tmp_path):
+    (tmp_path / "answer").write_bytes(pickle.dumps({"value": Evil()}, protocol=2))
     with pytest.raises(probe.NotPlainData, match="not plain data"):
-        probe.read_answer(base64.b64encode(pickle.dumps({"value": Evil()}, protocol=2)).decode())
+        probe.read_answer(tmp_path / "answer")
     assert "the judge ran code" not in capsys.readouterr().out
 
 
-def test_an_answer_larger_than_checks_explain_is_refused(monkeypatch):
+def test_an_answer_larger_than_checks_explain_is_refused(monkeypatch, tmp_path):
     monkeypatch.setattr(probe, "MAX_ANSWER", 1000)
     with pytest.raises(probe.NotPlainData, match="bytes"):
-        probe.read_answer(_forged(torch.zeros(1000)))
+        probe.read_answer(_forged(torch.zeros(1000), tmp_path / "answer"))
 
 
 def test_a_description_cannot_give_pytorchs_layer_another_forward(kernel):
@@ -266,11 +293,3 @@ def test_a_verdict_becomes_the_outputs_nbgrader_scores():
     assert not judge.failed_in_notebook(cell)
     cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text="warned\n")]
     assert judge.failed_in_notebook(cell)  # nbgrader scores a check cell that wrote to stderr as failed
-
-
-def test_the_probes_answer_is_the_last_one_a_cell_displayed():
-    forged = nbformat.v4.new_output("display_data", data={probe.MIME: "forged"})
-    real = nbformat.v4.new_output("display_data", data={probe.MIME: "real"})
-    other = nbformat.v4.new_output("display_data", data={"text/plain": "x"})
-    assert judge.display_of([forged, other, real]) == "real"
-    assert judge.display_of([other]) is None
