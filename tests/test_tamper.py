@@ -17,11 +17,13 @@ import nbformat
 import pandas as pd
 import pytest
 
-from grader import sample_class
+from grader import catalogue, sample_class
 from grader.autograde import autograde
 
 SECTION = "01-heads"
-WRONG = {"merge_heads", "MultiHead"}
+# The wrong answers: the right shapes, wrong numbers, so that only comparing values can tell.
+WRONG = {"merge_heads": "reshape without transposing back",
+         "MultiHead": "scaled by sqrt(d_model) instead of sqrt(dh)"}
 HONEST = 4.0
 
 # Attack name -> (what it does, a cell before the first answer, a line after each answer (with
@@ -38,7 +40,7 @@ ATTACKS = {
         "    setattr(_heads, _name, lambda *args, **kwargs: print('Check passed'))\n", "", "", True),
     "patches-torch": (
         "makes torch.allclose and torch.equal always true",
-        "torch.allclose = torch.equal = lambda *args, **kwargs: True\n", "", "", False),
+        "torch.allclose = torch.equal = lambda *args, **kwargs: True\n", "", "", True),
     "tensor-subclass": (
         "answers return a tensor subclass for which allclose and equal are always true",
         "class _Agree(torch.Tensor):\n"
@@ -55,7 +57,7 @@ ATTACKS = {
         "        Sly.__name__ = Sly.__qualname__ = answer.__name__\n"
         "        return Sly\n"
         "    return lambda *args, **kwargs: answer(*args, **kwargs).as_subclass(_Agree)\n",
-        "{name} = _sly({name})", "", False),
+        "{name} = _sly({name})", "", True),
     "input-transformer": (
         "an IPython input transformer turns every later check cell into `pass`",
         "def _skip_checks(lines):\n"
@@ -100,8 +102,15 @@ def _answer_cells(notebook):
 
 
 def submission(first, after_each, last, wrong=WRONG):
-    notebook, _ = sample_class.catalogue_variant(SECTION, "wrong", 0, tasks=wrong)
+    """The release with the solutions, but the catalogue's `wrong` answers (task -> mistake), and
+    the attack's cells and lines."""
+    notebook, _ = sample_class.catalogue_variant(SECTION, "wrong", 0, tasks=set())
     answers = _answer_cells(notebook)
+    entries = {e.name: e for e in catalogue.load(SECTION)[0] if wrong.get(e.name) == e.mistake}
+    assert entries.keys() == wrong.keys(), "a wrong answer of the tamper catalogue left the catalogue"
+    for cell in answers:
+        if cell.metadata["nbgrader"]["grade_id"] in entries:
+            cell.source = entries[cell.metadata["nbgrader"]["grade_id"]].code
     for cell in answers:
         if after_each:
             cell.source += "\n" + after_each.format(name=cell.metadata["nbgrader"]["grade_id"]) + "\n"
@@ -127,7 +136,7 @@ def attacks(tmp_path_factory):
         (folder / name).mkdir()
         nbformat.write(submission(first, "", ""), folder / name / f"{SECTION}.ipynb")
     (folder / "noisy").mkdir()
-    nbformat.write(submission(NOISY, "{name} = _noisy({name})", "", wrong=set()),
+    nbformat.write(submission(NOISY, "{name} = _noisy({name})", "", wrong={}),
                    folder / "noisy" / f"{SECTION}.ipynb")
     return folder
 
