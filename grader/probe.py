@@ -6,9 +6,10 @@ stand-ins instead of the student's objects, and every call of a stand-in becomes
 kernel answers. Across the boundary go
 
 - to the kernel: the call's arguments, pickled (the kernel may trust the judge);
-- back to the judge: plain data only, read with `torch.load(weights_only=True)`: tensors of the
-  exact type torch.Tensor, numbers, strings, None, and lists, tuples and string-keyed dicts of
-  these (a tensor subclass sends its numbers only). A module comes back as its description (class, settings, weights, children); a PyTorch
+- back to the judge: plain data only, read by an unpickler that loads no class or function at
+  all: tensors of the exact type torch.Tensor (each sent as its dtype's name, its shape and its
+  bytes, and rebuilt by the judge), numbers, strings, None, and lists, tuples and string-keyed
+  dicts of these (a tensor subclass sends its numbers only). A module comes back as its description (class, settings, weights, children); a PyTorch
   layer is rebuilt in the judge from it, so its forward is PyTorch's own code. A module of the
   student's own class becomes a `RemoteModule`: its children and weights live in the judge, its
   forward is a request. Anything else comes back as a name and a `repr`, never as an object.
@@ -43,12 +44,93 @@ from grader import checks
 
 SIMPLE = (bool, int, float, str, type(None))
 MAX_ANSWER = 200 * 2**20  # bytes: checks use small inputs and models
+MAX_ITEMS = 1_000_000  # values in one answer, counted as the judge walks it
 # Classes the judge rebuilds from a description: PyTorch's layers and the checks' own helpers.
 TRUSTED = ("torch.nn.", "grader.checks.")
 
 
 class NotPlainData(Exception):
     """The kernel sent something other than plain data: a tampered probe."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The files: pickles whose tensors are a dtype's name, a shape and bytes
+# ---------------------------------------------------------------------------------------------
+
+class _TensorPickler(pickle.Pickler):
+    """Pickles each tensor as its dtype's name, shape and bytes (and requires_grad, and whether it
+    is a Parameter): reading it back needs no class of torch's. A tensor named twice is written
+    once, so the reader gets one tensor, as the writer had."""
+
+    def __init__(self, file):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.tensors = {}  # id -> (number, tensor): the tensor kept so that its id stays its own
+
+    def persistent_id(self, obj):
+        if not isinstance(obj, torch.Tensor):
+            return None
+        if id(obj) in self.tensors:
+            return (self.tensors[id(obj)][0],)
+        number = len(self.tensors)
+        self.tensors[id(obj)] = (number, obj)
+        numbers = obj.detach().cpu().resolve_conj().resolve_neg()
+        if numbers.layout != torch.strided:
+            numbers = numbers.to_dense()
+        flat = numbers.contiguous().reshape(-1)
+        raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+        return (number, str(numbers.dtype).removeprefix("torch."), tuple(numbers.shape), raw,
+                obj.requires_grad, isinstance(obj, nn.Parameter))
+
+
+class _TensorUnpickler(pickle.Unpickler):
+    """Reads what _TensorPickler wrote; NotPlainData for a tensor in any other form."""
+
+    def __init__(self, file):
+        super().__init__(file)
+        self.tensors = {}
+
+    def persistent_load(self, pid):
+        if type(pid) is tuple and len(pid) == 1 and pid[0] in self.tensors:
+            return self.tensors[pid[0]]
+        try:
+            number, dtype_name, shape, raw, requires_grad, parameter = pid
+            dtype = getattr(torch, dtype_name) if type(dtype_name) is str and dtype_name.isidentifier() else None
+            if not (isinstance(dtype, torch.dtype) and type(shape) is tuple and type(raw) is bytes
+                    and all(type(n) is int and n >= 0 for n in shape) and type(requires_grad) is bool
+                    and type(number) is int and number not in self.tensors):
+                raise ValueError
+            numel = 1
+            for n in shape:
+                numel *= n
+            if len(raw) != numel * dtype.itemsize:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise NotPlainData("the kernel's answer holds a tensor in a form the probe never writes") from None
+        if numel:
+            tensor = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
+        else:
+            tensor = torch.empty(shape, dtype=dtype)
+        tensor = self.tensor(tensor.requires_grad_(requires_grad) if dtype.is_floating_point or dtype.is_complex
+                             else tensor, parameter is True)
+        self.tensors[number] = tensor
+        return tensor
+
+    def tensor(self, tensor, parameter):
+        return tensor
+
+
+class _KernelUnpickler(_TensorUnpickler):
+    """The kernel reads the judge's requests: any class (the judge is trusted), Parameters too."""
+
+    def tensor(self, tensor, parameter):
+        return nn.Parameter(tensor, requires_grad=tensor.requires_grad) if parameter else tensor
+
+
+class _PlainUnpickler(_TensorUnpickler):
+    """The judge reads the kernel's answers: plain tensors, and not one class or function."""
+
+    def find_class(self, module, name):
+        raise NotPlainData(f"the kernel's answer is not plain data (it names {module}.{name})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,7 +234,7 @@ def answer(path):
     """Run the judge's request in file `path` (a pickled dict); write the answer beside it."""
     from IPython import get_ipython
     with open(path, "rb") as file:
-        request = pickle.load(file)
+        request = _KernelUnpickler(file).load()
     response = {"output": "", "error": None}
     out = io.StringIO()
     try:
@@ -188,7 +270,16 @@ def answer(path):
                              "args": [_encode(a) for a in error.args] if all(
                                  isinstance(a, SIMPLE) for a in error.args) else [str(error)]}
     response["output"] = out.getvalue()
-    torch.save(response, f"{path}.answer")
+    written = io.BytesIO()
+    try:
+        _TensorPickler(written).dump(response)
+    except Exception as error:  # noqa: BLE001 - e.g. a quantized tensor: say so instead of half a file
+        written = io.BytesIO()
+        _TensorPickler(written).dump({"output": response["output"], "error": {
+            "type": "TypeError", "bases": ["TypeError", "Exception", "BaseException", "object"],
+            "args": [f"the grader cannot read back what your code returned ({error})"]}})
+    with open(f"{path}.answer", "wb") as file:
+        file.write(written.getbuffer())
 
 
 @contextlib.contextmanager
@@ -236,24 +327,30 @@ def read_answer(path):
         raise NotPlainData(f"the kernel's answer holds {size:,} bytes, more than a check's small inputs "
                            "can explain")
     try:
-        data = torch.load(path, weights_only=True)
+        with open(path, "rb") as file:
+            data = _PlainUnpickler(file).load()
+    except NotPlainData:
+        raise
     except Exception as error:
         raise NotPlainData(f"the kernel's answer is not plain data ({type(error).__name__}: "
                            f"{str(error)[:200]})") from None
-    _check_plain(data)
+    _check_plain(data, itertools.count())
     return data
 
 
-def _check_plain(value):
-    if type(value) is torch.Tensor or isinstance(value, SIMPLE):
+def _check_plain(value, visits):
+    # a pickle can name one list many times over: counting visits stops a reference bomb
+    if next(visits) > MAX_ITEMS:
+        raise NotPlainData(f"the kernel's answer holds more than {MAX_ITEMS:,} items")
+    if type(value) is torch.Tensor or type(value) in SIMPLE:
         return
-    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+    if type(value) in (list, tuple):
         for v in value:
-            _check_plain(v)
+            _check_plain(v, visits)
         return
     if type(value) is dict and all(type(k) is str for k in value):
         for v in value.values():
-            _check_plain(v)
+            _check_plain(v, visits)
         return
     raise NotPlainData(f"the kernel's answer holds a {type(value).__name__}, which is not plain data")
 
@@ -269,7 +366,7 @@ class Link:
     def request(self, **request):
         path = self.folder / f"{next(self.numbers)}.request"
         with open(path, "wb") as file:
-            pickle.dump(request, file)
+            _TensorPickler(file).dump(request)
         self.run(f"__import__('grader.probe', fromlist=['answer']).answer({str(path)!r})")
         answer = Path(f"{path}.answer")
         if not answer.is_file():

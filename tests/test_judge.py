@@ -111,7 +111,7 @@ def test_a_check_sees_the_random_numbers_it_would_see_in_one_process(kernel):
 
 
 def test_what_the_students_code_does_to_its_arguments_comes_back(kernel):
-    _define(kernel, "def meddle(x, g, d, l):\n    x.add_(1); torch.rand(2, generator=g); d['new'] = 1; "
+    _define(kernel, "import torch\n\ndef meddle(x, g, d, l):\n    x.add_(1); torch.rand(2, generator=g); d['new'] = 1; "
                     "l.append(2)\n    return None")
     x, g, d, lst = torch.zeros(3), torch.Generator().manual_seed(1), {"old": 0}, [1]
     twin = torch.Generator().manual_seed(1)
@@ -199,7 +199,8 @@ def test_what_the_students_code_prints_or_warns_reaches_the_judges_output(kernel
 
 
 def _forged(value, path):
-    torch.save(value, path)
+    """An answer file written by a tampered kernel with Python's own pickle."""
+    path.write_bytes(pickle.dumps(value))
     return path
 
 
@@ -228,6 +229,55 @@ def test_an_answer_that_would_run_code_in_the_judge_is_refused(capsys, tmp_path)
     with pytest.raises(probe.NotPlainData, match="not plain data"):
         probe.read_answer(tmp_path / "answer")
     assert "the judge ran code" not in capsys.readouterr().out
+
+
+def test_an_answer_that_names_one_list_over_and_over_is_refused(tmp_path):
+    bomb = []
+    for _ in range(40):  # 2**40 items to walk, in a file of a few hundred bytes
+        bomb = [bomb, bomb]
+    with pytest.raises(probe.NotPlainData, match="more than"):
+        probe.read_answer(_forged({"value": bomb}, tmp_path / "answer"))
+
+
+@pytest.mark.parametrize("pid", [
+    (0, "Tensor", (2,), bytes(8), False, False),  # not a dtype
+    (0, "float32", (3,), bytes(8), False, False),  # bytes and shape disagree
+    (0, "float32", (-2,), b"", False, False),
+    (0, "float32", [2], bytes(8), False, False),
+    (5,),  # a tensor never written
+])
+def test_a_tensor_in_a_form_the_probe_never_writes_is_refused(pid, tmp_path):
+    class Forger(pickle.Pickler):
+        def persistent_id(self, obj):
+            return pid if obj == "tensor" else None
+
+    with open(tmp_path / "answer", "wb") as file:
+        Forger(file).dump({"value": "tensor"})
+    with pytest.raises(probe.NotPlainData, match="never writes"):
+        probe.read_answer(tmp_path / "answer")
+
+
+def test_tensors_cross_with_their_dtype_shape_and_identity(tmp_path):
+    shared = torch.randn(2, 3)
+    values = [torch.randn(3, 4).t(), torch.tensor(2.5), torch.zeros(0, 3), torch.randn(2, dtype=torch.bfloat16),
+              torch.tensor([True, False]), torch.randn(2, dtype=torch.complex64).conj(),
+              torch.arange(6).reshape(2, 3)[:, 1], shared, shared]
+    with open(tmp_path / "answer", "wb") as file:
+        probe._TensorPickler(file).dump({"value": values})
+    back = probe.read_answer(tmp_path / "answer")["value"]
+    for mine, theirs in zip(values, back):
+        assert type(theirs) is torch.Tensor and theirs.dtype == mine.dtype and torch.equal(theirs, mine.resolve_conj())
+    assert back[-1] is back[-2]
+
+
+def test_a_request_keeps_parameters_and_requires_grad(tmp_path):
+    weight, x = nn.Parameter(torch.randn(2)), torch.randn(2, requires_grad=True)
+    with open(tmp_path / "request", "wb") as file:
+        probe._TensorPickler(file).dump({"args": [weight, x, torch.arange(3)]})
+    with open(tmp_path / "request", "rb") as file:
+        weight_back, x_back, index = probe._KernelUnpickler(file).load()["args"]
+    assert isinstance(weight_back, nn.Parameter) and x_back.requires_grad and not index.requires_grad
+    assert torch.equal(weight_back, weight) and torch.equal(x_back, x)
 
 
 def test_an_answer_larger_than_checks_explain_is_refused(monkeypatch, tmp_path):
