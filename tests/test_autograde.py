@@ -86,7 +86,7 @@ class StandInCourse:
                   "message": "" if points == 2 else f"AssertionError: {name} is wrong"}
                  for name, points in spec["scores"].items()]
         return {"notebook": str(path), "section": spec["section"], "repairs": spec.get("repairs", []),
-                "interrupted": spec.get("interrupted", []), "tasks": tasks,
+                "interrupted": spec.get("interrupted", []), "flags": spec.get("flags", []), "tasks": tasks,
                 "score": sum(t["score"] for t in tasks), "max_score": 2.0 * len(tasks),
                 "written_max_score": 4.0}
 
@@ -256,7 +256,8 @@ def test_a_class_run_writes_results_grades_feedback_and_report(stand_in_class, t
     hand_in = tmp_path / "class"
     _hand_in(hand_in, "ada_01-heads.ipynb", section="01-heads", scores={"split": 2, "merge": 2},
              repairs=["metadata restored", "a check put back"], interrupted=["a cell ran past the 30 s limit", "another one too"])
-    _hand_in(hand_in, "ben_01-heads.ipynb", section="01-heads", scores={"split": 2, "merge": 0})
+    flag = "test_merge passed in the notebook but fails the grader's check"
+    _hand_in(hand_in, "ben_01-heads.ipynb", section="01-heads", scores={"split": 2, "merge": 0}, flags=[flag])
     _hand_in(hand_in, "ben_03-norms.ipynb", refuse="not a readable notebook: <cut off>\nsecond line")
     results, lines = stand_in_class(hand_in, workers=8, timeout=30, memory_mb=1024, warm=False)
     out = stand_in_class.out
@@ -285,11 +286,15 @@ def test_a_class_run_writes_results_grades_feedback_and_report(stand_in_class, t
     assert "grading: 100%" in progress and "3/3 [" in progress and re.search(r"notebook/s|s/notebook", progress)
     assert sorted(printed) == sorted([
         "ada ada_01-heads.ipynb: 4/4 (0 s; repaired: metadata restored, a check put back; a cell ran past the 30 s limit; another one too)",
-        "ben ben_01-heads.ipynb: 2/4 (0 s)",
+        f"ben ben_01-heads.ipynb: 2/4 (0 s; {flag})",
         "ben ben_03-norms.ipynb: 0 points - not a readable notebook: <cut off>"])
     rows = list(csv.DictReader(open(out / "grades.csv")))
     assert [(r["student"], r["01-heads:test_split"], r["01-heads:test_merge"], r["total"]) for r in rows] == \
         [("ada", "2.0", "2.0", "4.0"), ("ben", "2.0", "0.0", "2.0")]
+    assert rows[0]["problems"] == ("ada_01-heads.ipynb: a cell ran past the 30 s limit; "
+                                   "ada_01-heads.ipynb: another one too")
+    assert rows[1]["problems"] == (f"ben_01-heads.ipynb: {flag}; "
+                                   "ben_03-norms.ipynb: not a readable notebook: <cut off>\nsecond line")
     assert "2/2" in (out / "report.html").read_text()
 
 

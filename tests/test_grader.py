@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import autograde, grading, release, sample_class
+from grader import autograde, grading, judge, release, sample_class
 from grader.course import ROOT, SECTIONS, release_notebook, solution_notebook
 from grader.repair import repair
 
@@ -208,8 +208,48 @@ def test_check_json_gives_the_solution_full_marks_and_the_release_zero(tmp_path)
     assert printed["score"] == 0 and printed["max_score"] == solved["max_score"]
 
 
+def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp_path, monkeypatch):
+    """grade() without nbgrader's run: the verdicts it would leave are set here, one run at a time."""
+    section, runs, recorded = "05-block", [], []
+    course = grading.GradingCourse(tmp_path / "course", warm=False)
+
+    def autograde(assignment, student, **options):
+        folder = course.folder / "autograded" / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(solution_notebook(assignment), folder / f"{assignment}.ipynb")
+        if runs[0] is not None:
+            judge.VERDICTS[(assignment, student)] = runs[0]
+        runs.pop(0)
+        return {"success": True, "log": "", "error": ""}
+
+    monkeypatch.setattr(course.api, "autograde", autograde)
+    monkeypatch.setattr(course, "_record", lambda *args: recorded.append(args))
+
+    def verdict(passed, in_notebook, error=None):
+        return {"passed": passed, "in_notebook": in_notebook, "stdout": "", "error": error}
+
+    runs += [{"test_Block": verdict(False, True, ("AssertionError", "scaled by sqrt(d_model)"))},
+             {"test_Block": verdict(True, False), "test_to_reference": verdict(True, True)},
+             None]  # the last run leaves no verdict: its check cells never ran
+    first = course.grade(solution_notebook(section), student="ada")
+    assert [(t["grade_id"], t["score"], t["max_score"], t["message"]) for t in first["tasks"]] == [
+        ("test_Block", 0.0, 3.0, "AssertionError: scaled by sqrt(d_model)"),
+        ("test_to_reference", 0.0, 2.0, "not graded: its check cell did not run")]
+    assert first["flags"] == ["test_Block passed in the notebook but fails the grader's check (the submission "
+                              "may interfere with its checks)"]
+    assert recorded == [(section, "ada", first["tasks"])] and first["score"] == 0.0
+    second = course.grade(solution_notebook(section), student="ada")
+    assert second["score"] == second["max_score"] == 5.0 and all(t["message"] == "" for t in second["tasks"])
+    assert second["flags"] == ["test_Block failed in the notebook but passes the grader's check (the submission "
+                               "may interfere with its checks)"]
+    judge.VERDICTS[(section, "ada")] = second  # left behind by a run that crashed: never read again
+    third = course.grade(solution_notebook(section), student="ada")
+    assert third["score"] == 0.0 and third["flags"] == [] and not judge.VERDICTS
+    assert {t["message"] for t in third["tasks"]} == {"not graded: its check cell did not run"}
+
+
 @pytest.mark.nbgrader
-def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_and_feedback(tmp_path, monkeypatch):
+def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedback_and_gradebook(tmp_path, monkeypatch):
     """Section 5 by nbgrader, value by value: one answer right (its cell stripped of metadata),
     one stuck in a loop until the time limit. The course starts from another course's folder
     (the section registered there) and uses warm kernels it does not own."""
@@ -252,6 +292,13 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_and_fee
         graded = nbformat.read(tmp_path / "course" / "nested" / "autograded" / "ada" / section / f"{section}.ipynb",
                                as_version=4)
         assert graded.cells[-1].outputs[0].text == f"kernel parent {kernels.server.pid}\n"
+        setup = next(c for c in graded.cells if c.cell_type == "code")  # it found the course it was told of
+        assert [o.get("text") for o in setup.outputs] == ["Course ready on this computer.\n"]
+        from nbgrader.api import Gradebook
+        with Gradebook(f"sqlite:///{course.db}") as gradebook:  # the judge's scores, and nothing extra
+            grades = gradebook.find_submission_notebook(section, section, "ada").grades
+            assert {g.name: (g.auto_score, g.manual_score, g.extra_credit) for g in grades if g.cell_type == "code"} \
+                == {"test_Block": (3.0, None, None), "test_to_reference": (0.0, None, None)}
         page = course.feedback_html(section, "ada")
         assert "<h4>05-block (Score: 3.0 / 11.0)</h4>" in page  # 3 of 5 autograded, written answers to come
         assert "NameError</span>: name 'to_reference' is not defined" in page

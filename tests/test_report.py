@@ -14,13 +14,13 @@ from matplotlib.figure import Figure
 from grader.report import write_report
 
 
-def _graded(student, section, tasks, notebook=None, interrupted=()):
+def _graded(student, section, tasks, notebook=None, interrupted=(), flags=()):
     """A graded submission; `tasks` maps a grade id to (score, failure message), out of 2 points."""
     return {"student": student, "section": section, "notebook": notebook or f"{student}/{section}.ipynb",
             "score": sum(score for score, _ in tasks.values()), "max_score": 2.0 * len(tasks),
             "tasks": [{"grade_id": grade_id, "score": score, "max_score": 2.0, "message": message}
                       for grade_id, (score, message) in tasks.items()],
-            "error": "", "interrupted": list(interrupted)}
+            "error": "", "interrupted": list(interrupted), "flags": list(flags)}
 
 
 def _broken(student, notebook, error):
@@ -53,6 +53,10 @@ def _not_graded(html):
 
 def _interrupted(html):
     return _between(html, "this list the cause.</p>\n<ul>", "</ul>")
+
+
+def _flagged(html):
+    return _between(html, "may interfere with its checks: read it.</p>\n<ul>", "</ul>")
 
 
 @pytest.fixture
@@ -148,9 +152,25 @@ def test_a_result_stored_before_time_limits_were_recorded_has_no_interrupted_cel
     assert _interrupted(html) == "<li>none</li>"
 
 
+def test_checks_the_notebook_and_the_grader_judged_differently_are_listed_per_submission(tmp_path):
+    flag = "test_f passed in the notebook but fails the grader's check"
+    results = {"b": _graded("ben", "01-heads", {"test_f": (0.0, "AssertionError: f")}, notebook="ben.ipynb",
+                            flags=[flag, "test_g failed in the notebook but passes"]),
+               "a": _graded("<ada>", "01-heads", {"test_f": (0.0, "AssertionError: f")}, notebook="a.ipynb",
+                            flags=[flag + " <b>&</b>"]),
+               "c": _graded("cyd", "01-heads", {"test_f": (2.0, "")})}
+    del results["c"]["flags"]  # results.json of a grader before the judge
+    html = write_report(tmp_path, results).read_text()
+    shown = "test_f passed in the notebook but fails the grader&#x27;s check"
+    assert _flagged(html) == (f"<li>&lt;ada&gt;, a.ipynb: {shown} &lt;b&gt;&amp;&lt;/b&gt;</li>"
+                              f"<li>ben, ben.ipynb: {shown}</li>"
+                              "<li>ben, ben.ipynb: test_g failed in the notebook but passes</li>")
+
+
 def test_empty_lists_say_none(tmp_path):
     html = write_report(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (2.0, "")})}).read_text()
     assert _not_graded(html) == "<li>none</li>" and _interrupted(html) == "<li>none</li>"
+    assert _flagged(html) == "<li>none</li>"
     assert _failures(html) == ""
 
 
