@@ -217,8 +217,8 @@ def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp
         folder = course.folder / "autograded" / student / assignment
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copy(solution_notebook(assignment), folder / f"{assignment}.ipynb")
-        if runs[0] is not None:
-            judge.VERDICTS[(assignment, student)] = runs[0]
+        if runs[0] is not None:  # as JudgedExecute leaves them: one check cell at a time
+            judge.VERDICTS.setdefault((assignment, student), {}).update(runs[0])
         runs.pop(0)
         return {"success": True, "log": "", "error": ""}
 
@@ -230,6 +230,7 @@ def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp
 
     runs += [{"test_Block": verdict(False, True, ("AssertionError", "scaled by sqrt(d_model)"))},
              {"test_Block": verdict(True, False), "test_to_reference": verdict(True, True)},
+             {"test_Block": verdict(True, True)},
              None]  # the last run leaves no verdict: its check cells never ran
     first = course.grade(solution_notebook(section), student="ada")
     assert [(t["grade_id"], t["score"], t["max_score"], t["message"]) for t in first["tasks"]] == [
@@ -242,10 +243,14 @@ def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp
     assert second["score"] == second["max_score"] == 5.0 and all(t["message"] == "" for t in second["tasks"])
     assert second["flags"] == ["test_Block failed in the notebook but passes the grader's check (the submission "
                                "may interfere with its checks)"]
-    judge.VERDICTS[(section, "ada")] = second  # left behind by a run that crashed: never read again
+    # verdicts left behind by a run that crashed are never read again
+    judge.VERDICTS[(section, "ada")] = {"test_to_reference": verdict(True, True)}
     third = course.grade(solution_notebook(section), student="ada")
-    assert third["score"] == 0.0 and third["flags"] == [] and not judge.VERDICTS
-    assert {t["message"] for t in third["tasks"]} == {"not graded: its check cell did not run"}
+    assert [(t["score"], t["message"]) for t in third["tasks"]] == [
+        (3.0, ""), (0.0, "not graded: its check cell did not run")]
+    fourth = course.grade(solution_notebook(section), student="ada")
+    assert fourth["score"] == 0.0 and fourth["flags"] == [] and not judge.VERDICTS
+    assert {t["message"] for t in fourth["tasks"]} == {"not graded: its check cell did not run"}
 
 
 @pytest.mark.nbgrader
