@@ -13,10 +13,16 @@ def autograde(args):
     Example: python -m grader autograde submissions.zip --out graded --workers 2
     """
     from grader.autograde import autograde as grade_class
+    from grader.sandbox import Unavailable
     try:
         results = grade_class(args.inputs, args.out, workers=args.workers, timeout=args.timeout,
                               memory_mb=args.memory_mb, pattern=args.pattern,
-                              warm=False if args.fresh_kernels else None)
+                              warm=False if args.fresh_kernels else None, sandboxed=not args.no_sandbox)
+    except Unavailable as error:
+        print(f"autograde will not run students' code unconfined: {error}. Install bubblewrap, or pass "
+              "--no-sandbox to accept the risk (a submission can then read the solutions and reach "
+              "other submissions).", file=sys.stderr)
+        return 2
     except (FileNotFoundError, ValueError) as error:  # a missing input or a pattern without ids
         print(f"cannot collect the submissions: {error}", file=sys.stderr)
         return 2
@@ -84,8 +90,16 @@ def check(args):
     """
     import json
     from grader.grading import GradingCourse, NotGradable
+    from grader.sandbox import Unavailable, check_available
     try:
-        result = GradingCourse(timeout=args.timeout, warm=False if args.fresh_kernels else None).grade(args.notebook)
+        check_available()
+        sandboxed = True
+    except Unavailable as error:  # your own code on your own machine: as in Jupyter
+        print(f"not sandboxed ({error}): the notebook runs as you, as it does in Jupyter", file=sys.stderr)
+        sandboxed = False
+    try:
+        course = GradingCourse(timeout=args.timeout, warm=False if args.fresh_kernels else None, sandboxed=sandboxed)
+        result = course.grade(args.notebook)
     except NotGradable as error:
         print(f"cannot grade {args.notebook}: {error}", file=sys.stderr)
         return 2
@@ -123,6 +137,7 @@ def _fresh_kernels_option(parser):
 
 
 def main(argv=None):
+    from grader.course import MEMORY_MB, TIMEOUT
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     verbs = parser.add_subparsers(dest="verb", required=True)
     demoer = verbs.add_parser("demo", help=demo.__doc__)
@@ -136,8 +151,11 @@ def main(argv=None):
     grader_.add_argument("inputs", nargs="+", metavar="INPUT", help="folder or .zip of submissions")
     grader_.add_argument("--out", required=True, help="folder for grades.csv, feedback/ and report.html")
     grader_.add_argument("--workers", type=int, default=None, help="parallel graders (default: all cores)")
-    grader_.add_argument("--timeout", type=int, default=60, help="seconds a cell may run (default 60)")
-    grader_.add_argument("--memory-mb", type=int, default=4096, help="memory a kernel may use, in MB (default 4096)")
+    grader_.add_argument("--timeout", type=int, default=TIMEOUT, help=f"seconds a cell may run (default {TIMEOUT})")
+    grader_.add_argument("--memory-mb", type=int, default=MEMORY_MB,
+                         help=f"memory a kernel may use, in MB (default {MEMORY_MB})")
+    grader_.add_argument("--no-sandbox", action="store_true",
+                         help="run submissions unconfined where bubblewrap is missing: only for code you trust")
     grader_.add_argument("--pattern", default=r"^(?P<student>[^_.]+)",
                          help="regex with a group (?P<student>...) for the id in a file name")
     _fresh_kernels_option(grader_)
@@ -153,7 +171,7 @@ def main(argv=None):
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     checker.add_argument("notebook", help="a section notebook (.ipynb)")
     checker.add_argument("--json", action="store_true", help="print one JSON object")
-    checker.add_argument("--timeout", type=int, default=120, help="seconds per cell (default 120)")
+    checker.add_argument("--timeout", type=int, default=TIMEOUT, help=f"seconds per cell (default {TIMEOUT})")
     _fresh_kernels_option(checker)
     checker.set_defaults(run=check)
     args = parser.parse_args(argv)

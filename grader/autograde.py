@@ -20,11 +20,10 @@ import tempfile
 import time
 import zipfile
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.course import ROOT, SECTIONS
+from grader.course import MEMORY_MB, ROOT, SECTIONS, TIMEOUT
 
 # A file name's student id: what comes before the first "_" or ".", e.g. ada_01-heads.ipynb -> ada.
 # LMS exports differ; pass --pattern with a named group (?P<student>...) for yours.
@@ -77,20 +76,23 @@ def _sha256(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def grading_versions(root=ROOT):
+def grading_versions(options=(), root=ROOT):
     """section -> a fingerprint of everything that grades it: its solution notebook (check cells,
-    hidden tests), the modules of grader/checks/ it imports, the judge and ticketnet.py. A notebook whose
-    section's fingerprint changed is graded again; key None covers notebooks of no known section."""
+    hidden tests), the grader, ticketnet.py, the grading `options` and the versions of the
+    libraries. A notebook whose section's fingerprint changed is graded again; key None covers
+    notebooks of no known section."""
+    from importlib import metadata
     root = Path(root)
-    shared = [root / "ticketnet.py", root / "grader" / "checks" / "__init__.py", root / "grader" / "probe.py",
-              root / "grader" / "judge.py"]
+    shared = hashlib.sha256(repr(sorted(options)).encode())
+    for path in [root / "ticketnet.py", *sorted((root / "grader").rglob("*.py"))]:
+        shared.update(path.read_bytes())
+    for name in ("torch", "numpy", "nbgrader", "nbconvert", "nbclient", "ipykernel", "jupyter_client",
+                 "pandas", "matplotlib", "scikit-learn"):
+        shared.update(f"{name}=={metadata.version(name)}".encode())
     versions = {}
     for section in SECTIONS:
-        solution = root / "solutions" / section / f"{section}.ipynb"
-        modules = sorted(set(re.findall(r"from grader\.checks import (\w+)", solution.read_text())))
-        digest = hashlib.sha256()
-        for path in [solution, *shared, *(root / "grader" / "checks" / f"{m}.py" for m in modules)]:
-            digest.update(path.read_bytes())
+        digest = shared.copy()
+        digest.update((root / "solutions" / section / f"{section}.ipynb").read_bytes())
         versions[section] = digest.hexdigest()[:16]
     versions[None] = hashlib.sha256("".join(versions.values()).encode()).hexdigest()[:16]
     return versions
@@ -101,59 +103,68 @@ def grading_versions(root=ROOT):
 _course = None
 
 
-def _start_worker(template, kernels, timeout, memory_mb):
+def _start_worker(template, timeout, memory_mb, warm, sandboxed):
     global _course
     from grader.grading import GradingCourse
-    from grader.warm_kernel import WarmKernels, limit_memory
-    _course = GradingCourse(timeout=timeout, template=template,
-                            warm=WarmKernels.attach(kernels) if kernels else False)
-    if memory_mb and not kernels:  # a fresh kernel inherits this process's limit
-        limit_memory(memory_mb)
+    # Each worker has its own warm-kernel server (in a sandbox of its own): no submission of one
+    # worker can reach another's kernels.
+    _course = GradingCourse(timeout=timeout, template=template, warm=warm, memory_mb=memory_mb,
+                            sandboxed=sandboxed)
 
 
 def _grade(student, path):
-    """Grade one submission in this worker; never raises: a failure is a recorded zero."""
-    from grader.grading import NotGradable
+    """Grade one submission in this worker; never raises: a failure is recorded, as the student's
+    zero when the submission caused it, as a grader failure when the grader did."""
+    from grader.grading import GraderFailure, NotGradable
     started = time.perf_counter()
     try:
         result = _course.grade(path, student=student)
         result["error"] = ""
         result["feedback_html"] = _course.feedback_html(result["section"], student)
     except NotGradable as error:
-        result = {"notebook": str(path), "section": None, "score": 0.0, "max_score": 0.0,
-                  "tasks": [], "error": str(error), "feedback_html": None}
-    except Exception as error:  # a dead kernel or an nbgrader crash: record it and go on
-        result = {"notebook": str(path), "section": None, "score": 0.0, "max_score": 0.0,
-                  "tasks": [], "error": f"grading failed: {type(error).__name__}: {error}",
-                  "feedback_html": None}
+        result = _failed(path, str(error))
+    except GraderFailure as error:
+        result = _failed(path, f"grader failure: {error}", grader_failure=True)
+    except Exception as error:  # an nbgrader crash: record it and go on
+        result = _failed(path, f"grading failed: {type(error).__name__}: {error}")
     result["student"] = student
     result["seconds"] = round(time.perf_counter() - started, 2)
     return result
 
 
+def _failed(path, error, grader_failure=False):
+    return {"notebook": str(path), "section": None, "score": 0.0, "max_score": 0.0, "tasks": [],
+            "error": error, "grader_failure": grader_failure, "feedback_html": None}
+
+
 # --- the class side --------------------------------------------------------------------------
 
-def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEFAULT_PATTERN,
-              warm=None, echo=print):
+def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=DEFAULT_PATTERN,
+              warm=None, sandboxed=True, echo=print):
     """Grade every submission under `inputs` not graded before; write the outputs under `out`.
+    Every kernel runs in a sandbox (grader.sandbox); `sandboxed=False` runs submissions unconfined.
     `warm=False` starts every kernel from scratch instead of forking it (grader.warm_kernel); the
     default forks on Linux only.
 
     Returns the results of every submission, old and new.
     """
     from tqdm.auto import tqdm
+    from grader.sandbox import check_available
+    timeout, memory_mb = timeout or TIMEOUT, memory_mb or MEMORY_MB
+    if sandboxed:
+        check_available()  # before anything is written: raises sandbox.Unavailable, saying why
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     submissions = collect(inputs, pattern, unpack_to=out / "unpacked")
     store = out / "results.json"
     results = json.loads(store.read_text()) if store.is_file() else {}
-    versions = grading_versions()
+    versions = grading_versions([("timeout", timeout), ("memory_mb", memory_mb), ("sandboxed", sandboxed)])
     todo = []
     for submission in submissions:
         key = f"{submission.student}/{submission.path.name}"
         digest = _sha256(submission.path)
         previous = results.get(key)
-        if (previous and previous.get("sha256") == digest
+        if (previous and previous.get("sha256") == digest and not previous.get("grader_failure")
                 and previous.get("version") == versions.get(previous.get("section"))):
             continue
         todo.append((key, submission, digest))
@@ -161,12 +172,11 @@ def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEF
          f"{len(todo)} to grade")
     workers = min(workers or os.cpu_count() or 1, len(todo))
     if todo:
-        with tempfile.TemporaryDirectory() as folder, \
-                _template_course(Path(folder), timeout, warm, memory_mb) as (template, kernels), \
-                ProcessPoolExecutor(workers, initializer=_start_worker,
-                                    initargs=(template, kernels, timeout, memory_mb)) as pool:
+        with tempfile.TemporaryDirectory() as folder:
+            template = _template_course(Path(folder), timeout, sandboxed)
+            start = (template, timeout, memory_mb, warm, sandboxed)
             with tqdm(total=len(todo), unit="notebook", desc="grading") as bar:
-                for (key, _, digest), result in _longest_first(pool, todo, workers):
+                for (key, _, digest), result in _longest_first(start, todo, workers):
                     _write_feedback(out, result)
                     result.update(sha256=digest, version=versions.get(result.get("section")))
                     results[key] = result
@@ -179,48 +189,54 @@ def autograde(inputs, out, workers=None, timeout=60, memory_mb=4096, pattern=DEF
     return results
 
 
-@contextmanager
-def _template_course(folder, timeout, warm, memory_mb):
-    """Yields (course folder, server folder): a course with every section registered, which each
-    worker's course copies, and the folder of the running warm-kernel server (None for fresh
-    kernels)."""
-    from grader.warm_kernel import WarmKernels, use_warm_kernels
-    # The server first: its imports take longest, and nbgrader's set-up runs meanwhile.
-    kernels = WarmKernels(folder / "warm", memory_mb) if use_warm_kernels(warm) else None
-    try:
-        from grader import release
-        from grader.grading import GradingCourse
-        course = GradingCourse(folder / "course", timeout=timeout, warm=kernels or False)
-        for section in release.sections_with_solutions():
-            course.register(section)
-        if kernels:
-            kernels.wait()
-        yield course.folder, kernels and kernels.folder
-    finally:
-        if kernels:
-            kernels.close()
+def _template_course(folder, timeout, sandboxed):
+    """A course with every section registered, which each worker's course copies."""
+    from grader import release
+    from grader.grading import GradingCourse
+    course = GradingCourse(folder / "course", timeout=timeout, warm=False, sandboxed=sandboxed)
+    for section in release.sections_with_solutions():
+        course.register(section)
+    return course.folder
 
 
-def _longest_first(pool, todo, workers):
-    """Grade `todo` on `pool`, one notebook per worker at a time, always starting the one expected
-    to take longest; yields (item, result) as each finishes.
+def _longest_first(start, todo, workers, attempts=2):
+    """Grade `todo` on a pool of `workers` processes started with _start_worker(*start), one
+    notebook per worker at a time, always starting the one expected to take longest; yields
+    (item, result) as each finishes.
 
     Long notebooks first keep a worker from starting one alone at the end while the others wait.
     A section's expected length is the mean time of its notebooks graded so far in this run.
     Sections with none graded yet come first, later ones first (sections 6 and 7 train a model):
     one notebook of each shows how long the section takes, and the shortest section ends the run.
+
+    A worker that dies (the pool breaks) takes the notebooks then running with it: the pool starts
+    again and grades them again, up to `attempts` times each, then records a grader failure.
     """
-    waiting, running, seconds = list(todo), {}, {}
-    while waiting or running:
-        while waiting and len(running) < workers:
-            item = _next(waiting, seconds)
-            waiting.remove(item)
-            running[pool.submit(_grade, item[1].student, str(item[1].path))] = item
-        finished, _ = wait(running, return_when=FIRST_COMPLETED)
-        for job in finished:
-            item, result = running.pop(job), job.result()
-            seconds.setdefault(_section_index(item[1].path), []).append(result["seconds"])
-            yield item, result
+    from concurrent.futures.process import BrokenProcessPool
+    waiting, seconds, tries = list(todo), {}, {}
+    while waiting:
+        running = {}
+        with ProcessPoolExecutor(workers, initializer=_start_worker, initargs=start) as pool:
+            try:
+                while waiting or running:
+                    while waiting and len(running) < workers:
+                        item = _next(waiting, seconds)
+                        waiting.remove(item)
+                        tries[item[0]] = tries.get(item[0], 0) + 1
+                        running[pool.submit(_grade, item[1].student, str(item[1].path))] = item
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for job in finished:
+                        item, result = running.pop(job), job.result()
+                        seconds.setdefault(_section_index(item[1].path), []).append(result["seconds"])
+                        yield item, result
+            except BrokenProcessPool:
+                for item in running.values():
+                    if tries[item[0]] < attempts:
+                        waiting.append(item)
+                    else:
+                        result = _failed(item[1].path, f"grader failure: a grading process died {attempts} "
+                                         "times while this notebook was being graded", grader_failure=True)
+                        yield item, {**result, "student": item[1].student, "seconds": 0.0}
 
 
 def _next(waiting, seconds):
@@ -249,7 +265,8 @@ def _save(store, results):
 def _line(result):
     where = f"{result['student']} {Path(result['notebook']).name}"
     if result["error"]:
-        return f"{where}: 0 points - {result['error'].splitlines()[0]}"
+        score = "not graded" if result.get("grader_failure") else "0 points"
+        return f"{where}: {score} - {result['error'].splitlines()[0]}"
     repaired = f"; repaired: {', '.join(result['repairs'])}" if result["repairs"] else ""
     stopped = "".join(f"; {note}" for note in [*result["interrupted"], *result.get("flags", [])])
     return f"{where}: {result['score']:g}/{result['max_score']:g} ({result['seconds']:.0f} s{repaired}{stopped})"
@@ -280,6 +297,10 @@ def _write_grades(path, results):
     columns = [f"{section}:{name}" for section in sorted(tasks, key=SECTIONS.index)
                for name in tasks[section] + ["total"]]
     rows = {r["student"]: {"student": r["student"], "problems": []} for r in results.values()}
+    for result in results.values():  # the grader's failure is not the student's zero: no score at all
+        if result.get("grader_failure"):
+            section = SECTIONS[_section_index(result["notebook"])] if _section_index(result["notebook"]) >= 0 else None
+            rows[result["student"]].update({c: "" for c in columns if c.startswith(f"{section}:")})
     for result in graded:
         row = rows[result["student"]]
         for task in result["tasks"]:
@@ -295,6 +316,6 @@ def _write_grades(path, results):
         writer.writeheader()
         for student in sorted(rows):
             row = rows[student]
-            row["total"] = sum(v for k, v in row.items() if k.endswith(":total"))
+            row["total"] = sum(v for k, v in row.items() if k.endswith(":total") and v != "")
             row["problems"] = "; ".join(row["problems"])
             writer.writerow(row)

@@ -11,19 +11,21 @@ registered there; with the warm kernels of another process, that is how autograd
 """
 
 import functools
+import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import warnings
 from pathlib import Path
 
 import nbformat
 
-from grader import judge, release
+from grader import judge, release, sandbox
 from grader.repair import repair
-from grader.warm_kernel import NAME as WARM_KERNEL, WarmKernels, use_warm_kernels
-from grader.course import ROOT, SOLUTIONS, solution_notebook
+from grader.warm_kernel import WarmKernels, kernel_spec, use_warm_kernels
+from grader.course import MEMORY_MB, ROOT, SOLUTIONS, TIMEOUT, solution_notebook
 
 # nbgrader's gradebook trips SQLAlchemy warnings that say nothing to a student or instructor.
 warnings.filterwarnings("ignore", module="nbgrader.api")
@@ -75,6 +77,15 @@ def _reason(log):
         "nbgrader could not grade it (see its log)"
 
 
+def banking77_folder():
+    """The Banking77 folder to show the kernels (they have no network to download it): the one in
+    $BANKING77_DIR, else ticketnet's download cache if it holds the files, else None."""
+    if os.environ.get("BANKING77_DIR"):
+        return os.environ["BANKING77_DIR"]
+    cache = Path(os.environ.get("TICKETNET_CACHE", Path.home() / ".cache" / "ticketnet")) / "banking77"
+    return str(cache) if (cache / "train.csv").is_file() else None
+
+
 def read_notebook(path):
     path = Path(path)
     if not path.is_file():
@@ -97,15 +108,23 @@ def _interrupted_cells(notebook, timeout):
             and any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in cell.outputs)]
 
 
+class GraderFailure(Exception):
+    """The grader, not the submission, failed (twice): the submission is graded again next run."""
+
+
 class GradingCourse:
     """An nbgrader course in `folder` whose source is the repository's solutions.
 
-    `warm`: fork kernels from a warm process of its own (the default on Linux; a kernel may then
-    use `memory_mb` of memory at most), start them fresh (False), or use a running WarmKernels
-    (closed by whoever started it). `template`: a course folder to copy registered sections from.
+    Every kernel runs in a sandbox (grader.sandbox) with the sandbox's limits and `memory_mb` of
+    memory; `sandboxed=False` runs submissions unconfined, for code you trust. `warm`: fork kernels
+    from a warm process of this course's own (the default on Linux; grader.warm_kernel), or start
+    them fresh (False). `template`: a course folder to copy registered sections from.
     """
 
-    def __init__(self, folder=None, timeout=120, warm=None, memory_mb=None, template=None):
+    def __init__(self, folder=None, timeout=TIMEOUT, warm=None, memory_mb=MEMORY_MB, template=None,
+                 sandboxed=True):
+        if sandboxed:
+            sandbox.check_available()  # raises sandbox.Unavailable, saying why
         self._temporary = None if folder else tempfile.TemporaryDirectory()
         self.folder = Path(folder or self._temporary.name)
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -117,13 +136,18 @@ class GradingCourse:
             shutil.copytree(Path(template) / "release", self.folder / "release", dirs_exist_ok=True)
             shutil.copy(Path(template) / "gradebook.db", self.db)
             self.registered = {p.name for p in (self.folder / "release").iterdir()}
-        self._own_kernels = not isinstance(warm, WarmKernels) and use_warm_kernels(warm)
-        if self._own_kernels:
-            self.kernels = WarmKernels(self.folder, memory_mb)  # importing while nbgrader sets up
-        else:
-            self.kernels = warm or None
+        sockets = self.folder / "sockets"  # the kernels' Unix sockets: the sandbox's one shared folder
+        sockets.mkdir(mode=0o700, exist_ok=True)
+        if os.geteuid() == 0:
+            os.chown(sockets, sandbox.STUDENT, sandbox.STUDENT)
+        self.settings = sandbox.settings(sockets, sandboxed=sandboxed, data=banking77_folder(),
+                                         limits={"memory_mb": memory_mb})
+        self.kernels = None
+        if use_warm_kernels(warm):
+            self.kernels = WarmKernels(self.folder / "warm", self.settings)  # importing while nbgrader sets up
+        kernel = self.kernels.name if self.kernels else self._fresh_kernels()
         self.api = release._nbgrader_api(self.folder, self.folder / "release", self.db, source=SOLUTIONS,
-                                         timeout=timeout, kernel=self.kernels and WARM_KERNEL, judged=True)
+                                         timeout=timeout, kernel=kernel, judged=True, sockets=sockets / "k")
 
     def register(self, section):
         """Make nbgrader's gradebook know the section (once, before its first submission)."""
@@ -138,17 +162,23 @@ class GradingCourse:
         notebook = read_notebook(path)
         section = identify(notebook)
         self.register(section)
-        if self.kernels:
-            self.kernels.wait()
+        self._ready_kernels()
         reference = nbformat.read(self.folder / "release" / section / f"{section}.ipynb", as_version=4)
         repairs = repair(notebook, reference)
         submitted = self.folder / "submitted" / student / section
         shutil.rmtree(submitted, ignore_errors=True)
         submitted.mkdir(parents=True)
         nbformat.write(notebook, submitted / f"{section}.ipynb")
-        judge.VERDICTS.pop((section, student), None)
-        outcome = self.api.autograde(section, student, force=True, create=True)
-        verdicts = judge.VERDICTS.pop((section, student), {})
+        for attempt in (1, 2):
+            judge.VERDICTS.pop((section, student), None)
+            outcome = self.api.autograde(section, student, force=True, create=True)
+            verdicts = judge.VERDICTS.pop((section, student), {})
+            if outcome["success"] or not self.kernels or self.kernels.alive():
+                break
+            # the warm-kernel server died under this notebook: a grader failure, not the student's
+            if attempt == 2:
+                raise GraderFailure("the warm-kernel server stopped twice while grading this notebook")
+            self._ready_kernels()
         if not outcome["success"]:
             raise NotGradable(_reason(outcome["log"] or outcome["error"]))
         graded = nbformat.read(self.folder / "autograded" / student / section / f"{section}.ipynb",
@@ -184,8 +214,31 @@ class GradingCourse:
                     grade.auto_score, grade.manual_score = scores[grade.name], None
             gradebook.db.commit()
 
+    def _fresh_kernels(self):
+        """The kernel spec whose kernels start from scratch, each in a sandbox of its own."""
+        folder = self.folder / "fresh"
+        folder.mkdir(exist_ok=True)
+        (folder / "sandbox.json").write_text(json.dumps(self.settings))
+        return kernel_spec(folder, "fresh", [sys.executable, str(Path(sandbox.__file__).resolve()), "kernel",
+                                             str(folder / "sandbox.json"), "-f", "{connection_file}"])
+
+    def _ready_kernels(self):
+        """Wait for the warm-kernel server; start a new one if it has stopped. Where it cannot
+        serve, fall back to fresh kernels, saying so once."""
+        if self.kernels is None:
+            return
+        if not self.kernels.alive():
+            self.kernels = WarmKernels(self.folder / "warm", self.settings)
+            self.api.config.Execute.kernel_name = self.kernels.name
+        try:
+            self.kernels.wait()
+        except RuntimeError as error:
+            print(f"{error}: grading with fresh kernels", file=sys.stderr)
+            self.kernels = None
+            self.api.config.Execute.kernel_name = self._fresh_kernels()
+
     def close(self):
-        if self._own_kernels:
+        if self.kernels:
             self.kernels.close()
 
     def feedback_html(self, section, student="self"):

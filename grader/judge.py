@@ -19,6 +19,7 @@ import contextlib
 import functools
 import importlib
 import io
+import os
 import re
 import tempfile
 
@@ -129,9 +130,12 @@ def failed_in_notebook(cell):
 @functools.cache
 def _execute_preprocessor():
     from nbgrader.preprocessors import Execute
+    from traitlets import Unicode
 
     class JudgedExecute(Execute):
         """nbgrader's Execute, with each check cell's outputs replaced by the judge's verdict."""
+
+        exchange = Unicode("", help="the folder for requests and answers, in view of the kernel").tag(config=True)
 
         def preprocess_cell(self, cell, resources, index):
             cell, resources = super().preprocess_cell(cell, resources, index)
@@ -142,7 +146,8 @@ def _execute_preprocessor():
                 def run(code):
                     self.execute_cell(nbformat.v4.new_code_cell(code), index, store_history=False)
 
-                with tempfile.TemporaryDirectory(prefix="judge-") as folder:
+                with tempfile.TemporaryDirectory(prefix="judge-", dir=self.exchange or None) as folder:
+                    os.chmod(folder, 0o777)  # the sandbox's user writes the answers
                     verdict = judge(section, grade_id, Link(run, folder))
                 verdict["in_notebook"] = not failed_in_notebook(cell)
                 VERDICTS.setdefault((section, info["student"]), {})[grade_id] = verdict

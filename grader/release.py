@@ -46,7 +46,8 @@ def alembic_head_by_command():
     return printed.split()[0]
 
 
-def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel=None, judged=False):
+def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel=None, judged=False,
+                  sockets=None):
     import nbgrader.api
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
@@ -61,8 +62,17 @@ def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel
     config.Application.log_level = "ERROR"
     config.Execute.timeout = timeout  # seconds a cell may run before the kernel is interrupted
     config.Execute.extra_arguments = kernel_arguments(warm=bool(kernel))
-    if kernel:  # a kernel spec other than the notebook's own (grader.warm_kernel)
+    if kernel:  # a kernel spec other than the notebook's own (grader.sandbox, grader.warm_kernel)
         config.Execute.kernel_name = kernel
+    if sockets:  # Unix sockets with this path prefix: a sandboxed kernel has no network, loopback included
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = str(sockets)
+        config.JudgedExecute.exchange = str(Path(sockets).parent)  # the judge's files, in the kernel's view
+    # No script or active content of a submission runs when the feedback page is opened.
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbconvert.preprocessors.sanitize import SanitizeHTML
+    from nbgrader.preprocessors import GetGrades
+    config.GenerateFeedback.preprocessors = [GetGrades, SanitizeHTML, CSSHTMLHeaderPreprocessor]
     if judged:  # each check cell's outputs are the judge's verdict (grader.judge)
         from nbgrader.converters import Autograde
         from nbgrader.preprocessors import Execute

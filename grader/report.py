@@ -16,7 +16,8 @@ def write_report(out, results):
     out = Path(out)
     in_order = sorted(results.values(), key=lambda r: (r["student"], Path(r["notebook"]).name))
     graded = [r for r in in_order if not r["error"]]
-    broken = [r for r in in_order if r["error"]]
+    broken = [r for r in in_order if r["error"] and not r.get("grader_failure")]
+    failed = [r for r in in_order if r.get("grader_failure")]
     tasks, failures = {}, Counter()
     for result in graded:
         for task in result["tasks"]:
@@ -39,22 +40,22 @@ def write_report(out, results):
                    for (s, t), (p, n) in sorted(tasks.items(), key=lambda item: SECTIONS.index(item[0][0])))
     common = "".join(f"<tr><td>{n}</td><td>{escape(t)}</td><td><code>{escape(m)}</code></td></tr>"
                      for (t, m), n in failures.most_common(15))
-    stopped = "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(note)}</li>"
-                      for r in graded for note in r.get("interrupted", []))
-    flagged = "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(flag)}</li>"
-                      for r in graded for flag in r.get("flags", []))
-    bad = "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(r['error'])}</li>"
-                  for r in broken)
+    stopped = _listed((r, note) for r in graded for note in r.get("interrupted", []))
+    flagged = _listed((r, flag) for r in graded for flag in r.get("flags", []))
+    bad = _listed((r, r["error"]) for r in broken)
+    ours = (f"<h2>Not graded: the grader failed</h2><p>Not the students' doing, and no score: the next "
+            f"run grades these again.</p><ul>{_listed((r, r['error']) for r in failed)}</ul>" if failed else "")
     html = f"""<!doctype html><html><head><meta charset="utf-8"><title>Class report</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:.2em .6em;text-align:left}}
 tr:nth-child(even){{background:#f3f3f3}}</style></head><body>
 <h1>Class report</h1>
-<p>{len(results)} submissions: {len(graded)} graded, {len(broken)} could not be graded (scored 0).</p>
+<p>{len(results)} submissions: {len(graded)} graded, {len(broken)} could not be graded (scored 0){
+f", {len(failed)} not graded because the grader failed" if failed else ""}.</p>
 <img src="scores.png" alt="Histogram of the share of autograded points per graded submission">
 <p>The histogram counts graded submissions by their share of the autograded points.</p>
 <h2>Pass rate per task</h2><table><tr><th>section</th><th>task</th><th>full marks</th><th>rate</th></tr>{rows}</table>
 <h2>Most frequent failure messages</h2><table><tr><th>times</th><th>task</th><th>message</th></tr>{common}</table>
-<h2>Submissions that could not be graded</h2><ul>{bad or "<li>none</li>"}</ul>
+<h2>Submissions that could not be graded</h2><ul>{bad or "<li>none</li>"}</ul>{ours}
 <h2>Cells interrupted at the time limit</h2><p>The checks after such a cell fail for want of what it
 should have defined; the failure messages above then name the consequence, this list the cause.</p>
 <ul>{stopped or "<li>none</li>"}</ul>
@@ -67,3 +68,9 @@ failed may interfere with its checks: read it.</p>
     path = out / "report.html"
     path.write_text(html)
     return path
+
+
+def _listed(pairs):
+    """A list item per (result, note): who, which notebook, what."""
+    return "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(note)}</li>"
+                   for r, note in pairs)
