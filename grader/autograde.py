@@ -173,10 +173,12 @@ def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=D
     workers = min(workers or os.cpu_count() or 1, len(todo))
     if todo:
         with tempfile.TemporaryDirectory() as folder:
-            template = _template_course(Path(folder), timeout, sandboxed)
-            start = (template, timeout, memory_mb, warm, sandboxed)
+            start = (_template_course(Path(folder), timeout, sandboxed), timeout, memory_mb, warm, sandboxed)
+
+            def new_pool():
+                return ProcessPoolExecutor(workers, initializer=_start_worker, initargs=start)
             with tqdm(total=len(todo), unit="notebook", desc="grading") as bar:
-                for (key, _, digest), result in _longest_first(start, todo, workers):
+                for (key, _, digest), result in _longest_first(new_pool, todo, workers):
                     _write_feedback(out, result)
                     result.update(sha256=digest, version=versions.get(result.get("section")))
                     results[key] = result
@@ -199,10 +201,10 @@ def _template_course(folder, timeout, sandboxed):
     return course.folder
 
 
-def _longest_first(start, todo, workers, attempts=2):
-    """Grade `todo` on a pool of `workers` processes started with _start_worker(*start), one
-    notebook per worker at a time, always starting the one expected to take longest; yields
-    (item, result) as each finishes.
+def _longest_first(new_pool, todo, workers, attempts=2):
+    """Grade `todo` on a pool of `workers` processes from `new_pool()`, one notebook per worker at
+    a time, always starting the one expected to take longest; yields (item, result) as each
+    finishes.
 
     Long notebooks first keep a worker from starting one alone at the end while the others wait.
     A section's expected length is the mean time of its notebooks graded so far in this run.
@@ -216,7 +218,7 @@ def _longest_first(start, todo, workers, attempts=2):
     waiting, seconds, tries = list(todo), {}, {}
     while waiting:
         running = {}
-        with ProcessPoolExecutor(workers, initializer=_start_worker, initargs=start) as pool:
+        with new_pool() as pool:
             try:
                 while waiting or running:
                     while waiting and len(running) < workers:
@@ -226,7 +228,8 @@ def _longest_first(start, todo, workers, attempts=2):
                         running[pool.submit(_grade, item[1].student, str(item[1].path))] = item
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for job in finished:
-                        item, result = running.pop(job), job.result()
+                        item, result = running[job], job.result()  # a broken pool raises here
+                        del running[job]
                         seconds.setdefault(_section_index(item[1].path), []).append(result["seconds"])
                         yield item, result
             except BrokenProcessPool:

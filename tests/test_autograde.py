@@ -12,7 +12,6 @@ import threading
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -82,6 +81,8 @@ class StandInCourse:
             raise grading.NotGradable(spec["refuse"])
         if "crash" in spec:
             raise RuntimeError(spec["crash"])
+        if "grader_fails" in spec:
+            raise grading.GraderFailure(spec["grader_fails"])
         tasks = [{"grade_id": f"test_{name}", "score": float(points), "max_score": 2.0,
                   "message": "" if points == 2 else f"AssertionError: {name} is wrong"}
                  for name, points in spec["scores"].items()]
@@ -116,23 +117,28 @@ def test_a_worker_records_a_failure_as_a_zero_with_the_reason_and_goes_on(monkey
     monkeypatch.setattr(autograde, "_course", StandInCourse())
     result = autograde._grade("ada", str(notebook))
     assert result == {"notebook": str(notebook), "section": None, "score": 0.0, "max_score": 0.0,
-                      "tasks": [], "error": error, "feedback_html": None, "student": "ada",
-                      "seconds": result["seconds"]}
+                      "tasks": [], "error": error, "grader_failure": False, "feedback_html": None,
+                      "student": "ada", "seconds": result["seconds"]}
 
 
-@pytest.mark.parametrize("kernels", [None, "warm-server-folder"], ids=["fresh kernels", "warm kernels"])
-def test_a_worker_course_copies_the_template_and_limits_memory_only_for_fresh_kernels(monkeypatch, kernels):
-    made, limits = [], []
+def test_a_worker_records_the_graders_own_failure_as_such(monkeypatch, tmp_path):
+    class FailingCourse(StandInCourse):
+        def grade(self, path, student="self"):
+            raise grading.GraderFailure("the warm-kernel server stopped twice")
+    monkeypatch.setattr(autograde, "_course", FailingCourse())
+    result = autograde._grade("ada", str(tmp_path / "ada_01-heads.ipynb"))
+    assert result["error"] == "grader failure: the warm-kernel server stopped twice"
+    assert result["grader_failure"] is True and result["score"] == 0.0
+
+
+def test_a_worker_course_copies_the_template_with_the_options(monkeypatch):
+    made = []
     monkeypatch.setattr(grading, "GradingCourse", lambda **options: made.append(options) or "course")
-    from grader import warm_kernel
-    monkeypatch.setattr(warm_kernel.WarmKernels, "attach", staticmethod(lambda folder: f"attached to {folder}"))
-    monkeypatch.setattr(warm_kernel, "limit_memory", limits.append)
     monkeypatch.setattr(autograde, "_course", None)
-    autograde._start_worker("template-folder", kernels, 45, 2048)
+    autograde._start_worker("template-folder", 45, 2048, None, True)
     assert autograde._course == "course"
-    assert made == [{"timeout": 45, "template": "template-folder",
-                     "warm": f"attached to {kernels}" if kernels else False}]
-    assert limits == ([] if kernels else [2048])
+    assert made == [{"timeout": 45, "template": "template-folder", "warm": None, "memory_mb": 2048,
+                     "sandboxed": True}]
 
 
 # --- the order of grading --------------------------------------------------------------------
@@ -160,17 +166,16 @@ def test_grading_keeps_one_notebook_per_worker_and_learns_which_section_is_longe
     monkeypatch.setattr(autograde, "_grade", grade)
     todo = _items("ada_01-heads", "bob_01-heads", "cyd_01-heads", "ada_05-block", "bob_05-block",
                   "ada_07-banking77", "bob_07-banking77")
-    with ThreadPoolExecutor(4) as pool:  # room for more than asked: the order alone keeps it to 1
-        finished = list(autograde._longest_first(pool, todo, workers=1))
+    # room for more than asked: the order alone keeps it to 1
+    finished = list(autograde._longest_first(lambda: ThreadPoolExecutor(4), todo, workers=1))
     assert most[0] == 1
     # one of each untimed section first, later sections first; then the longest mean first
     assert started == ["ada_07-banking77", "ada_05-block", "ada_01-heads", "bob_01-heads",
                        "cyd_01-heads", "bob_07-banking77", "bob_05-block"]
     assert [item[0] for item, _ in finished] == started
     assert all(result["notebook"] == str(item[1].path) for item, result in finished)
-    with ThreadPoolExecutor(4) as pool:
-        started.clear()
-        assert len(list(autograde._longest_first(pool, todo, workers=2))) == len(todo)
+    started.clear()
+    assert len(list(autograde._longest_first(lambda: ThreadPoolExecutor(4), todo, workers=2))) == len(todo)
     assert most[0] == 2 and sorted(started) == sorted(name for name, _, _ in todo)
 
 
@@ -184,9 +189,34 @@ def test_a_free_worker_starts_the_next_notebook_without_waiting_for_the_others(m
         return {"student": student, "notebook": path, "seconds": 0.0}
 
     monkeypatch.setattr(autograde, "_grade", grade)
-    with ThreadPoolExecutor(2) as pool:
-        list(autograde._longest_first(pool, _items("ada_01-heads", "bob_01-heads", "cyd_01-heads"), workers=2))
+    list(autograde._longest_first(lambda: ThreadPoolExecutor(2), _items("ada_01-heads", "bob_01-heads", "cyd_01-heads"),
+                                  workers=2))
     assert spans["cyd"][1] < spans["ada"][1]  # cyd came and went while ada's notebook ran
+
+
+def test_a_broken_pool_is_replaced_and_its_notebooks_graded_again_then_recorded_as_the_graders_failure(monkeypatch):
+    """A grading process that dies breaks the pool: the notebooks then running are graded again in
+    a new pool; one that breaks it every time is recorded as a grader failure, not a zero."""
+    from concurrent.futures.process import BrokenProcessPool
+    pools, attempts = [], {}
+
+    def grade(student, path):
+        attempts[student] = attempts.get(student, 0) + 1
+        if student == "ada" or (student == "bob" and attempts["bob"] == 1):
+            raise BrokenProcessPool("a worker died")  # what a worker killed mid-notebook gives
+        return {"student": student, "notebook": path, "seconds": 1.0, "error": ""}
+
+    def new_pool():
+        pools.append(ThreadPoolExecutor(1))
+        return pools[-1]
+    monkeypatch.setattr(autograde, "_grade", grade)
+    finished = {item[0]: result for item, result in
+                autograde._longest_first(new_pool, _items("ada_01-heads", "bob_01-heads", "cyd_01-heads"), workers=1)}
+    assert sorted(finished) == ["ada_01-heads", "bob_01-heads", "cyd_01-heads"]
+    assert attempts["ada"] == 2 and finished["ada_01-heads"]["grader_failure"] is True
+    assert finished["ada_01-heads"]["error"].startswith("grader failure: a grading process died 2 times")
+    assert finished["bob_01-heads"]["error"] == "" and finished["cyd_01-heads"]["error"] == ""
+    assert attempts["bob"] == 2 and attempts["cyd"] == 1 and len(pools) == 4  # one, then one per break
 
 
 def test_a_section_expected_length_is_its_mean_not_its_total():
@@ -218,10 +248,9 @@ def stand_in_class(tmp_path, monkeypatch):
     course = StandInCourse()
     started, pools = [], []
 
-    @contextmanager
-    def template_course(folder, timeout, warm, memory_mb):
-        started.append((timeout, warm, memory_mb))
-        yield folder / "course", None
+    def template_course(folder, timeout, sandboxed):
+        started.append((timeout, sandboxed))
+        return folder / "course"
 
     def start_worker(*options):
         pools[-1][1].append(options)
@@ -235,6 +264,8 @@ def stand_in_class(tmp_path, monkeypatch):
     monkeypatch.setattr(autograde, "_start_worker", start_worker)
     monkeypatch.setattr(autograde, "ProcessPoolExecutor", pool)
     monkeypatch.setattr(autograde, "_course", None)
+    from grader import sandbox
+    monkeypatch.setattr(sandbox, "check_available", lambda: started.append("sandbox checked"))
     out = tmp_path / "graded" / "fall 2026"
 
     def grade(*inputs, **options):
@@ -262,14 +293,13 @@ def test_a_class_run_writes_results_grades_feedback_and_report(stand_in_class, t
     results, lines = stand_in_class(hand_in, workers=8, timeout=30, memory_mb=1024, warm=False)
     out = stand_in_class.out
     assert lines == ["3 submissions, 0 already graded, 3 to grade"]
-    assert stand_in_class.started == [(30, False, 1024)]
+    assert stand_in_class.started == ["sandbox checked", (30, True)]
     [(workers, started)] = stand_in_class.pools
     assert workers == 3  # no more workers than notebooks
-    assert {(template.name, kernels, timeout, memory_mb) for template, kernels, timeout, memory_mb in started} \
-        == {("course", None, 30, 1024)}
+    assert {(template.name, *options) for template, *options in started} == {("course", 30, 1024, False, True)}
     assert sorted(results) == ["ada/ada_01-heads.ipynb", "ben/ben_01-heads.ipynb", "ben/ben_03-norms.ipynb"]
     ada, ben, broken = (results[k] for k in sorted(results))
-    versions = autograde.grading_versions()
+    versions = autograde.grading_versions([("timeout", 30), ("memory_mb", 1024), ("sandboxed", True)])
     assert ada["sha256"] == autograde._sha256(hand_in / "ada_01-heads.ipynb")
     assert (ada["version"], ben["version"], broken["version"]) == (versions["01-heads"],) * 2 + (versions[None],)
     assert "feedback_html" not in ada and ada["feedback"] == "feedback/ada/01-heads.html"
@@ -317,12 +347,32 @@ def test_a_rerun_grades_only_what_is_new_changed_or_graded_by_changed_checks(sta
     assert {k: later[k] for k in first if k != "ben/ben_01-heads.ipynb"} == \
         {k: first[k] for k in first if k != "ben/ben_01-heads.ipynb"}
     # a check of section 02 changes: its notebooks alone are graded again
-    versions = autograde.grading_versions()
-    monkeypatch.setattr(autograde, "grading_versions", lambda: {**versions, "02-positions": "changed"})
+    versions = autograde.grading_versions([("timeout", 60), ("memory_mb", 4096), ("sandboxed", True)])
+    monkeypatch.setattr(autograde, "grading_versions", lambda options: {**versions, "02-positions": "changed"})
     stand_in_class.course.graded.clear()
     _, lines = stand_in_class(hand_in, workers=1)
     assert lines == ["4 submissions, 2 already graded, 2 to grade"]
     assert sorted(stand_in_class.course.graded) == [("ada", "ada_02-positions.ipynb"), ("cyd", "cyd_02-positions.ipynb")]
+
+
+def test_the_graders_failure_is_no_score_at_all_and_is_graded_again_next_run(stand_in_class, tmp_path, capsys):
+    hand_in = tmp_path / "class"
+    _hand_in(hand_in, "ada_01-heads.ipynb", section="01-heads", scores={"split": 2})
+    _hand_in(hand_in, "ada_03-norms.ipynb", grader_fails="the warm-kernel server stopped twice")
+    _hand_in(hand_in, "ben_03-norms.ipynb", section="03-norms", scores={"norm": 1})
+    results, _ = stand_in_class(hand_in, workers=1)
+    assert "ada ada_03-norms.ipynb: not graded - grader failure: the warm-kernel server stopped twice" \
+        in capsys.readouterr().out
+    rows = {r["student"]: r for r in csv.DictReader(open(stand_in_class.out / "grades.csv"))}
+    assert (rows["ada"]["03-norms:test_norm"], rows["ada"]["03-norms:total"], rows["ada"]["total"]) == ("", "", "2.0")
+    assert rows["ada"]["problems"] == "ada_03-norms.ipynb: grader failure: the warm-kernel server stopped twice"
+    assert rows["ben"]["01-heads:total"] == "0"  # not handed in: a zero, as before
+    report = (stand_in_class.out / "report.html").read_text()
+    assert "1 could not be graded" not in report and "1 not graded because the grader failed" in report
+    stand_in_class.course.graded.clear()
+    _, lines = stand_in_class(hand_in, workers=1)
+    assert lines == ["3 submissions, 2 already graded, 1 to grade"]
+    assert stand_in_class.course.graded == [("ada", "ada_03-norms.ipynb")]
 
 
 def test_a_class_with_nothing_new_starts_no_workers_and_still_writes_the_tables(stand_in_class, tmp_path):
@@ -354,8 +404,9 @@ def test_a_class_handed_in_as_an_lms_zip_is_unpacked_beside_the_grades_and_read_
     [(key, result)] = results.items()
     assert key == "ada/attempt-ada-01-heads.ipynb" and result["score"] == 2.0
     assert result["notebook"] == str(stand_in_class.out / "unpacked" / "week 3" / "attempt-ada-01-heads.ipynb")
-    # the defaults: a minute per cell, 4 GiB per kernel, warm kernels where the platform allows
-    assert stand_in_class.started == [(60, None, 4096)]
+    # the defaults: a minute per cell, 4 GiB per kernel, warm kernels where the platform allows, sandboxed
+    assert stand_in_class.started == ["sandbox checked", (60, True)]
+    assert [options for _, *options in stand_in_class.pools[0][1]] == [[60, 4096, None, True]]
 
 
 def test_without_a_core_count_the_class_is_graded_by_one_worker(stand_in_class, tmp_path, monkeypatch):

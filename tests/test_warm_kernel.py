@@ -1,26 +1,37 @@
 """The grading kernels forked from a warm process (grader/warm_kernel.py) behave as fresh ones:
-their own folder, random state and matplotlib backend; interrupts reach them; a killed proxy
-takes its kernel along; and a notebook grades the same with fresh and with warm kernels."""
+their own random state and matplotlib backend, a fresh HOME in their own sandbox; interrupts reach
+them; a killed proxy takes its kernel along; nothing of one kernel reaches the next; and a notebook
+grades the same with fresh and with warm kernels."""
 
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from jupyter_client.manager import start_new_kernel
+from jupyter_client.manager import KernelManager
 
-from grader import grading, sample_class
-from grader.warm_kernel import NAME, WarmKernels
+from grader import grading, sample_class, sandbox, warm_kernel
+from grader.warm_kernel import WarmKernels
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _settings(folder, **limits):
+    sockets = Path(folder) / "sockets"
+    sockets.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(sockets, sandbox.STUDENT, sandbox.STUDENT)
+    return sandbox.settings(sockets, limits=limits)
 
 
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory):
     saved = os.environ.get("JUPYTER_PATH")
-    kernels = WarmKernels(tmp_path_factory.mktemp("warm"))
+    folder = tmp_path_factory.mktemp("warm")
+    kernels = WarmKernels(folder / "server", _settings(folder))
     kernels.wait()
     yield kernels
     kernels.close()
@@ -28,6 +39,17 @@ def warm(tmp_path_factory):
         os.environ.pop("JUPYTER_PATH", None)
     else:
         os.environ["JUPYTER_PATH"] = saved
+
+
+def start_kernel(kernels, **env):
+    """A kernel of `kernels` as nbgrader starts one (Unix sockets in the sandbox's folder)."""
+    manager = KernelManager(kernel_name=kernels.name, transport="ipc",
+                            ip=str(Path(kernels.folder).parent / "sockets" / "k"))
+    manager.start_kernel(env={**os.environ, **env})
+    client = manager.client()
+    client.start_channels()
+    client.wait_for_ready(timeout=60)
+    return manager, client
 
 
 def _run(client, code, timeout=60):
@@ -49,40 +71,53 @@ def _run(client, code, timeout=60):
     return content["status"], value if content["status"] == "ok" else content.get("ename", content["status"])
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return not open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+def _named(name):
+    """The pids of processes named `name` (a kernel names itself so, to be found from outside its sandbox)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if (proc / "comm").read_text().strip() == name and (proc / "stat").read_text().split()[2] != "Z":
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
 
 
-def test_a_forked_kernel_is_a_fresh_process_in_the_notebooks_folder(warm, tmp_path):
+def _wait_until(condition, seconds=10):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return condition()
+
+
+def test_a_forked_kernel_is_a_fresh_process_in_a_fresh_home(warm):
     seen = []
-    for folder in (tmp_path / "one", tmp_path / "two"):
-        folder.mkdir()
-        manager, client = start_new_kernel(kernel_name=NAME, cwd=str(folder))
+    for _ in range(2):
+        manager, client = start_kernel(warm)
         try:
             status, value = _run(client, "import os, random, sys, torch, matplotlib\n"
-                                 "(os.getcwd(), sys.path[0], random.random(), matplotlib.get_backend(), "
-                                 "'torch' in sys.modules)")
+                                 "(os.getcwd(), sys.path[0], os.environ['HOME'], os.listdir(), random.random(), "
+                                 "matplotlib.get_backend(), os.getuid(), 'torch' in sys.modules)")
             assert status == "ok"
-            cwd, path0, number, backend, _ = eval(value)
-            assert cwd == path0 == str(folder)
+            cwd, path0, home, listed, number, backend, uid, _ = eval(value)
+            assert cwd == path0 == home == sandbox.HOME
+            assert "left-behind" not in listed  # nothing of the kernel before
             assert backend == "module://matplotlib_inline.backend_inline"
+            assert uid == sandbox.STUDENT
             seen.append(number)
+            _run(client, "open('left-behind', 'w').write('x'); open('/tmp/left-behind', 'w').write('x')")
         finally:
             client.stop_channels()
             manager.shutdown_kernel(now=True)
     assert seen[0] != seen[1], "two forks share the server's random state"
 
 
-def test_an_interrupt_reaches_the_kernel_and_a_kill_takes_it_down(warm, tmp_path):
-    manager, client = start_new_kernel(kernel_name=NAME, cwd=str(tmp_path))
+def test_an_interrupt_reaches_the_kernel_and_a_kill_takes_it_down(warm):
+    manager, client = start_kernel(warm)
+    name = f"kernel-{os.getpid()}"
     try:
-        status, pid = _run(client, "import os; os.getpid()")
-        pid = int(pid)
-        assert pid != manager.provisioner.process.pid  # the kernel is the fork, not the proxy
+        _run(client, f"import ctypes; ctypes.CDLL(None).prctl(15, b'{name}')")  # PR_SET_NAME
+        assert len(_named(name)) == 1
         # stop_on_error=False: after the KeyboardInterrupt the kernel would otherwise abort the
         # requests that reach it in the next moments, the 1 + 1 below among them
         msg_id = client.execute("import time; time.sleep(60)", stop_on_error=False)
@@ -94,22 +129,49 @@ def test_an_interrupt_reaches_the_kernel_and_a_kill_takes_it_down(warm, tmp_path
         assert _run(client, "1 + 1")[1] == "2"  # still alive after the interrupt
     finally:
         client.stop_channels()
-        manager.shutdown_kernel(now=True)  # kills the proxy's process group
-    deadline = time.monotonic() + 10
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(pid), "the kernel outlived its proxy"
+        manager.shutdown_kernel(now=True)  # SIGKILL to the proxy, as nbgrader's last resort
+    assert _wait_until(lambda: not _named(name)), "the kernel outlived its proxy"
 
 
-def test_a_kernel_that_exits_ends_its_proxy_with_its_code(warm, tmp_path):
-    manager, client = start_new_kernel(kernel_name=NAME, cwd=str(tmp_path))
+def test_a_kernel_that_exits_ends_its_proxy_with_its_code(warm):
+    manager, client = start_kernel(warm)
     try:
         client.execute("import os; os._exit(7)")
-        deadline = time.monotonic() + 10
-        while manager.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not manager.is_alive()
+        assert _wait_until(lambda: not manager.is_alive())
         assert manager.provisioner.process.returncode == 7
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def test_nothing_of_one_kernel_reaches_the_next_and_none_can_touch_the_server(warm):
+    """A kernel that leaves a detached process, files, and tries to kill or trace its server:
+    the server lives on, and the next kernel finds no process and no file of it."""
+    manager, client = start_kernel(warm)
+    try:
+        code = ("import os, signal, subprocess\n"
+                "subprocess.Popen(['sleep', '600'], start_new_session=True)\n"
+                "open('/tmp/planted', 'w').write('x'); os.makedirs('own/locked'); os.chmod('own', 0)\n"
+                "for number in (signal.SIGKILL, signal.SIGTERM, signal.SIGSTOP, signal.SIGINT):\n"
+                "    os.kill(1, number)\n"
+                "import ctypes; traced = ctypes.CDLL(None).ptrace(16, 1, 0, 0)\n"  # PTRACE_ATTACH
+                "(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()), traced)")
+        status, value = _run(client, code)
+        assert status == "ok"
+        processes, traced = eval(value)
+        assert 1 in processes and len(processes) >= 3  # the server, the kernel, the sleep
+        assert traced == -1, "a kernel could trace its server"
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert warm.alive(), "a kernel's signals reached the server"
+    manager, client = start_kernel(warm)
+    try:
+        status, value = _run(client, "import os; (sorted(int(p) for p in os.listdir('/proc') if p.isdigit()), "
+                             "os.listdir('/tmp'), os.listdir())")
+        processes, in_tmp, at_home = eval(value)
+        assert len(processes) == 2, f"processes left by the kernel before: {processes}"  # the server, this kernel
+        assert "planted" not in in_tmp and "own" not in at_home
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
@@ -124,51 +186,55 @@ def test_fresh_and_warm_kernels_grade_a_notebook_alike(tmp_path):
     assert fresh["score"] < fresh["max_score"] and all(t["message"] for t in fresh["tasks"] if not t["score"])
 
 
-def test_a_shared_server_limits_each_kernels_memory_and_outlives_its_users(tmp_path, monkeypatch):
+def test_a_kernel_has_its_memory_limit(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))  # restored afterwards
-    owner = WarmKernels(tmp_path / "server", memory_mb=1536)
+    kernels = WarmKernels(tmp_path / "server", _settings(tmp_path, memory_mb=1536))
     try:
-        owner.wait()
-        user = WarmKernels.attach(tmp_path / "server")  # as an autograde worker does
-        user.wait()
-        manager, client = start_new_kernel(kernel_name=NAME, cwd=str(tmp_path))
+        kernels.wait()
+        manager, client = start_kernel(kernels)
         try:
             assert _run(client, "import numpy; numpy.ones(2**20).nbytes") == ("ok", str(2**23))
             assert _run(client, "numpy.ones(2**28)") == ("error", "MemoryError")  # 2 GiB
         finally:
             client.stop_channels()
             manager.shutdown_kernel(now=True)
-        user.close()
-        assert owner.server.poll() is None, "a user's close() stopped the owner's server"
     finally:
-        owner.close()
+        kernels.close()
 
 
-def _servers_of(socket):
-    """The pids of warm-kernel servers listening (or about to listen) on `socket`."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"serve" in argv and str(socket).encode() in argv:
-            pids.append(int(proc.name))
-    return pids
+def test_a_server_with_a_second_thread_refuses_to_fork():
+    assert warm_kernel.fork_hazards() == ""
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert warm_kernel.fork_hazards() == "2 threads are running"
+    finally:
+        stop.set()
+        thread.join()
+    code = ("import socket, threading, sys; sys.path.insert(0, 'grader'); import warm_kernel as w\n"
+            "w.PRELOAD = []; threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+            "listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); ours, theirs = socket.socketpair()\n"
+            "w.serve(listener.fileno(), theirs.fileno(), {'limits': {}})")
+    stopped = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert stopped.returncode == 1
+    assert "cannot fork kernels safely: 2 threads are running" in stopped.stderr
 
 
-def test_a_server_whose_owner_died_during_its_imports_stops(tmp_path):
-    """The owner may die before the server has imported torch (a grader killed at once): the
-    server must not then wait for connections from nobody, forever."""
-    folder = tmp_path / "warm"
-    starter = ("import os, sys; from grader.warm_kernel import WarmKernels; "
-               f"kernels = WarmKernels({str(folder)!r}); os._exit(0)")  # no close(), no finalizer
-    # Not capture_output: the server inherits the pipes and would hold them open.
-    subprocess.run([sys.executable, "-c", starter], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    socket = folder / "warm.sock"
-    assert _servers_of(socket), "the server was not started"
-    deadline = time.monotonic() + 120
-    while _servers_of(socket) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _servers_of(socket), "the server outlived the process that started it"
+def test_a_stopped_server_is_started_again_and_one_that_cannot_start_leaves_fresh_kernels(tmp_path, monkeypatch, capsys):
+    notebook = sample_class.CLASS / "hal" / "03-norms.ipynb"
+    course = grading.GradingCourse(tmp_path / "course", timeout=60)
+    course.kernels.wait()
+    course.kernels.server.kill()
+    course.kernels.server.wait()
+    result = course.grade(notebook)
+    assert result["score"] == result["max_score"] and course.kernels.alive()
+
+    def cannot_start(self, timeout=120):
+        self.close()
+        raise RuntimeError("the warm-kernel server did not start")
+    monkeypatch.setattr(WarmKernels, "wait", cannot_start)
+    course = grading.GradingCourse(tmp_path / "another", timeout=60)
+    result = course.grade(notebook)
+    assert result["score"] == result["max_score"] and course.kernels is None
+    assert "the warm-kernel server did not start: grading with fresh kernels" in capsys.readouterr().err
