@@ -78,21 +78,26 @@ def _sha256(path):
 
 def grading_versions(options=(), root=ROOT):
     """section -> a fingerprint of everything that grades it: its solution notebook (check cells,
-    hidden tests), the grader, ticketnet.py, the grading `options` and the versions of the
-    libraries. A notebook whose section's fingerprint changed is graded again; key None covers
-    notebooks of no known section."""
+    hidden tests), the modules of grader/checks/ it imports, the rest of the grader, ticketnet.py,
+    the grading `options` and the versions of the libraries. A notebook whose section's
+    fingerprint changed is graded again; key None covers notebooks of no known section."""
     from importlib import metadata
     root = Path(root)
+    checks = root / "grader" / "checks"
     shared = hashlib.sha256(repr(sorted(options)).encode())
     for path in [root / "ticketnet.py", *sorted((root / "grader").rglob("*.py"))]:
-        shared.update(path.read_bytes())
+        if path.parent != checks or path.name == "__init__.py":  # a section's own checks count for it alone
+            shared.update(path.read_bytes())
     for name in ("torch", "numpy", "nbgrader", "nbconvert", "nbclient", "ipykernel", "jupyter_client",
                  "pandas", "matplotlib", "scikit-learn"):
         shared.update(f"{name}=={metadata.version(name)}".encode())
     versions = {}
     for section in SECTIONS:
+        solution = root / "solutions" / section / f"{section}.ipynb"
+        modules = sorted(set(re.findall(r"from grader\.checks import (\w+)", solution.read_text())))
         digest = shared.copy()
-        digest.update((root / "solutions" / section / f"{section}.ipynb").read_bytes())
+        for path in [solution, *(checks / f"{m}.py" for m in modules)]:
+            digest.update(path.read_bytes())
         versions[section] = digest.hexdigest()[:16]
     versions[None] = hashlib.sha256("".join(versions.values()).encode()).hexdigest()[:16]
     return versions

@@ -257,8 +257,7 @@ def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp
 def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedback_and_gradebook(tmp_path, monkeypatch):
     """Section 5 by nbgrader, value by value: one answer right (its cell stripped of metadata),
     one stuck in a loop until the time limit. The course starts from another course's folder
-    (the section registered there) and uses warm kernels it does not own."""
-    from grader.warm_kernel import WarmKernels
+    (the section registered there), its kernels forked from its own sandboxed server."""
     monkeypatch.delenv("COURSE_ROOT", raising=False)  # the course must tell its kernels itself
     section = "05-block"
     solution = nbformat.read(solution_notebook(section), as_version=4)
@@ -273,13 +272,12 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
     handed_in = tmp_path / "handed in" / "ada_05-block.ipynb"
     handed_in.parent.mkdir()
     nbformat.write(notebook, handed_in)
-    kernels = WarmKernels(tmp_path / "warm")  # its imports run while the template registers
+    template = grading.GradingCourse(tmp_path / "template", warm=False)
+    template.register(section)
+    assert template.registered == {section} and template.kernels is None
+    course = grading.GradingCourse(tmp_path / "course" / "nested", timeout=4, template=template.folder, memory_mb=1536)
     try:
-        template = grading.GradingCourse(tmp_path / "template", warm=False)
-        template.register(section)
-        assert template.registered == {section} and template.kernels is None
-        course = grading.GradingCourse(tmp_path / "course" / "nested", timeout=4, template=template.folder, warm=kernels)
-        assert course.registered == {section}
+        assert course.registered == {section} and course.settings["limits"]["memory_mb"] == 1536
         started = time.perf_counter()
         result = course.grade(handed_in, student="ada")
         assert time.perf_counter() - started < 60  # the loop stopped at the course's limit, not nbgrader's 120 s
@@ -293,10 +291,10 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
         [stopped] = result["interrupted"]
         assert stopped.startswith("a cell ran past the 4 s limit and was interrupted: In [")
         assert stopped.endswith("`while True:  # stuck`")
-        # the notebook ran in the course's folder, in a kernel forked from the warm server
+        # the notebook ran in a kernel forked from the warm server, the first process of its sandbox
         graded = nbformat.read(tmp_path / "course" / "nested" / "autograded" / "ada" / section / f"{section}.ipynb",
                                as_version=4)
-        assert graded.cells[-1].outputs[0].text == f"kernel parent {kernels.server.pid}\n"
+        assert graded.cells[-1].outputs[0].text == "kernel parent 1\n"
         setup = next(c for c in graded.cells if c.cell_type == "code")  # it found the course it was told of
         assert [o.get("text") for o in setup.outputs] == ["Course ready on this computer.\n"]
         from nbgrader.api import Gradebook
@@ -315,14 +313,9 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
         shutil.copy(solution_notebook(section), handed_in)
         assert course.grade(handed_in, student="ada")["score"] == 5.0
         assert "<h4>05-block (Score: 5.0 / 11.0)</h4>" in course.feedback_html(section, "ada")  # written afresh
-        course.close()  # the kernels are not the course's: they outlive it
-        assert kernels.server.poll() is None
     finally:
-        kernels.close()
-    own = grading.GradingCourse(tmp_path / "own", warm=True, memory_mb=512)
-    assert own.kernels.server.poll() is None and own.kernels.server.args[-1] == "512"
-    own.close()
-    assert own.kernels.server.poll() is not None
+        course.close()
+    assert not course.kernels.alive()  # the course's server goes with it
 
 
 def test_a_course_lives_in_its_folder_or_a_temporary_one_and_restarts_from_a_template(tmp_path):
@@ -332,7 +325,7 @@ def test_a_course_lives_in_its_folder_or_a_temporary_one_and_restarts_from_a_tem
     course.register("05-block")
     assert course.folder == tmp_path and (tmp_path / "gradebook.db").is_file()
     assert (tmp_path / "release" / "05-block" / "05-block.ipynb").is_file()
-    assert course.timeout == 120  # seconds a cell may run, unless the caller says otherwise
+    assert course.timeout == 60  # seconds a cell may run, unless the caller says otherwise
     # a folder used before, its release since changed: registering again writes it afresh
     release = tmp_path / "release" / "05-block" / "05-block.ipynb"
     release.write_text("{}")
@@ -490,19 +483,18 @@ def test_a_changed_submission_alone_is_graded_again(graded_class, tmp_path):
 
 
 def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
-    """A solution or a check module moves its section's fingerprint; ticketnet.py and the judge move
-    them all."""
-    for part in ("solutions", "grader/checks"):
-        shutil.copytree(ROOT / part, tmp_path / part)
-    for part in ("ticketnet.py", "grader/judge.py", "grader/probe.py"):
-        shutil.copy(ROOT / part, tmp_path / part)
-    before = autograde.grading_versions(tmp_path)
+    """A solution or a check module moves its section's fingerprint; ticketnet.py, the rest of the
+    grader, the grading options and the libraries' versions move them all."""
+    for part in ("solutions", "grader"):
+        shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "examples"))
+    shutil.copy(ROOT / "ticketnet.py", tmp_path / "ticketnet.py")
+    before = autograde.grading_versions(root=tmp_path)
     assert before == autograde.grading_versions()
 
     def changed(path):
         with open(tmp_path / path, "a") as f:
             f.write("\n# edited\n")
-        after = autograde.grading_versions(tmp_path)
+        after = autograde.grading_versions(root=tmp_path)
         moved = {section for section in before if before[section] != after[section]}
         before.update(after)
         return moved
@@ -510,6 +502,14 @@ def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
     assert changed("grader/checks/heads.py") == {"01-heads", None}
     assert changed("grader/checks/banking.py") == {"07-banking77", None}
     assert changed("solutions/03-norms/03-norms.ipynb") == {"03-norms", None}
-    assert changed("ticketnet.py") == set(before)
-    assert changed("grader/judge.py") == set(before)
-    assert changed("grader/probe.py") == set(before)
+    for shared in ("ticketnet.py", "grader/judge.py", "grader/probe.py", "grader/checks/__init__.py",
+                   "grader/sandbox.py", "grader/repair.py"):
+        assert changed(shared) == set(before), shared
+    assert autograde.grading_versions([("timeout", 30)], root=tmp_path) != before  # an option
+    from importlib import metadata
+    real = metadata.version
+    try:
+        metadata.version = lambda name: "0.0" if name == "torch" else real(name)
+        assert autograde.grading_versions(root=tmp_path)["01-heads"] != before["01-heads"]  # a library
+    finally:
+        metadata.version = real
