@@ -4,18 +4,19 @@ other in one run, by
 1. plain nbgrader: `nbgrader autograde SECTION` for each section in turn, one notebook at a time,
    each in a fresh kernel (registration with generate_assignment is not timed);
 2. `grader autograde` with 1 worker and fresh kernels (as before grader.warm_kernel existed);
-3. `grader autograde` with 1 worker (kernels forked from a warm process);
-4. `grader autograde` with all cores.
+3. `grader autograde` with all cores and no sandbox (as before grader.sandbox existed);
+4. `grader autograde` with 1 worker (kernels forked from a warm process);
+5. `grader autograde` with all cores.
 
 Every configuration uses the same cell timeout. The times of `grader autograde` include what
 plain nbgrader does not do: feedback pages, grades.csv and the class report. With --rounds K,
-configurations 3 and 4 take turns K times and the table gives their medians: the speed-up from
+configurations 4 and 5 take turns K times and the table gives their medians: the speed-up from
 more workers is a ratio of two runs, and on a shared machine one pair of runs can be off by more
 than the difference being measured. Each run's CPU seconds (every process's) and its seconds outside
 notebooks (start, end, idle workers) say where a speed-up short of the worker count goes.
 
 Then, where the time of one graded notebook goes, for each section's solution graded alone with
-fresh and with warm kernels: starting the kernel (interpreter, ipykernel; measured apart), the
+fresh and with warm kernels, in their sandboxes and without: starting the kernel (interpreter, ipykernel; measured apart), the
 set-up and import cells, the notebook's other cells, the rest (nbgrader's and the grader's own
 work, and whatever the kernel start costs inside nbgrader beyond what was measured apart), and
 the feedback page.
@@ -134,25 +135,26 @@ def once_per_run(section):
 
 # --- where the time of one notebook goes ------------------------------------------------------
 
-def kernel_start(warm, times=3):
-    """Median seconds from asking for a kernel to its first reply."""
-    from jupyter_client.manager import start_new_kernel
-    from grader.release import kernel_arguments
-    from grader.warm_kernel import NAME, WarmKernels
-    with tempfile.TemporaryDirectory() as folder:
-        kernels = WarmKernels(folder) if warm else None
-        if kernels:
-            kernels.wait()
-        seconds = []
-        for _ in range(times):
-            start = time.perf_counter()
-            manager, client = start_new_kernel(kernel_name=NAME if warm else "python3", startup_timeout=120,
-                                               extra_arguments=kernel_arguments(warm))
-            seconds.append(time.perf_counter() - start)
-            client.stop_channels()
-            manager.shutdown_kernel(now=True)
-        if kernels:
-            kernels.close()
+def kernel_start(warm, sandboxed, times=3):
+    """Median seconds from asking for a grading course's kernel to its first reply."""
+    from jupyter_client.manager import KernelManager
+    from grader.grading import GradingCourse
+    course = GradingCourse(warm=warm, sandboxed=sandboxed)
+    if course.kernels:
+        course.kernels.wait()
+    seconds = []
+    for _ in range(times):
+        start = time.perf_counter()
+        manager = KernelManager(kernel_name=course.api.config.Execute.kernel_name, transport="ipc",
+                                ip=str(course.folder / "sockets" / "k"))
+        manager.start_kernel(extra_arguments=course.api.config.Execute.extra_arguments)
+        client = manager.client()
+        client.start_channels()
+        client.wait_for_ready(timeout=120)
+        seconds.append(time.perf_counter() - start)
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    course.close()
     return statistics.median(seconds)
 
 
@@ -165,15 +167,15 @@ def _cell_seconds(cell):
     return (ended - started).total_seconds()
 
 
-def breakdown(warm, timeout, sections=SECTIONS):
+def breakdown(warm, timeout, sections=SECTIONS, sandboxed=True):
     """A row per section: the phases of grading its solution notebook."""
     import nbformat
     from grader.grading import GradingCourse
     from grader.setup_cell import TAG
-    start_kernel = kernel_start(warm)
+    start_kernel = kernel_start(warm, sandboxed)
     rows = []
     for section in sections:
-        course = GradingCourse(timeout=timeout, warm=warm)
+        course = GradingCourse(timeout=timeout, warm=warm, sandboxed=sandboxed)
         course.register(section)  # registration is paid once per class, not per notebook
         if course.kernels:
             course.kernels.wait()
@@ -225,7 +227,8 @@ def main(argv=None):
         runs = {"plain nbgrader, sequential": plain_nbgrader(submissions, work, args.timeout)}
         print(f"plain nbgrader: {runs['plain nbgrader, sequential'][0]:.0f} s")
         one, many = "grader, 1 worker", f"grader, {args.workers} workers"
-        plan = [("grader, 1 worker, fresh kernels", {"workers": 1, "warm": False})]
+        plan = [("grader, 1 worker, fresh kernels", {"workers": 1, "warm": False}),
+                (f"{many}, no sandbox", {"workers": args.workers, "sandboxed": False})]
         plan += [(one, {"workers": 1}), (many, {"workers": args.workers})] * args.rounds
         rounds = {}
         for turn, (name, options) in enumerate(plan):
@@ -233,7 +236,7 @@ def main(argv=None):
             rounds.setdefault(name, []).append(ours(submissions, work, folder_name, args.timeout, **options))
             print(f"{name}: {rounds[name][-1][0]:.0f} s")
     speedups = [a[0] / b[0] for a, b in zip(rounds[one], rounds[many])]
-    workers = {name: args.workers if name == many else 1 for name in rounds}
+    workers = {name: args.workers if name.startswith(many) else 1 for name in rounds}
     for name, measured in rounds.items():  # each column's median over the rounds
         summed = [sum(m[1]) for m in measured]
         runs[name] = (statistics.median(m[0] for m in measured), [s for m in measured for s in m[1]],
@@ -272,9 +275,9 @@ def main(argv=None):
             "start, mostly the warm-kernel server's imports, the end, and a worker idle while the "
             "other finishes its last notebook) is not shared at all."]
     if not args.skip_breakdown:
-        for warm in (False, True):
-            detail = breakdown(warm, args.timeout, [s for s in SECTIONS if not sections or s in sections])
-            kind = "warm kernels (forked)" if warm else "fresh kernels"
+        for warm, sandboxed in ((False, True), (True, True), (False, False), (True, False)):
+            detail = breakdown(warm, args.timeout, [s for s in SECTIONS if not sections or s in sections], sandboxed)
+            kind = ("warm kernels (forked)" if warm else "fresh kernels") + ("" if sandboxed else ", no sandbox")
             body += ["", f"### One notebook, {kind}: where the seconds go (each section's solution)", "",
                      table(_fmt(detail), list(detail[0])), ""]
             mean = statistics.mean(r["total"] for r in detail)

@@ -137,7 +137,7 @@ def _fresh_kernels_option(parser):
 
 
 def main(argv=None):
-    from grader.course import MEMORY_MB, TIMEOUT
+    from grader.sandbox import MEMORY_MB, TIMEOUT
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     verbs = parser.add_subparsers(dest="verb", required=True)
     demoer = verbs.add_parser("demo", help=demo.__doc__)

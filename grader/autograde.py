@@ -23,7 +23,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.course import MEMORY_MB, ROOT, SECTIONS, TIMEOUT
+from grader.course import ROOT, SECTIONS
+from grader.sandbox import MEMORY_MB, TIMEOUT
 
 # A file name's student id: what comes before the first "_" or ".", e.g. ada_01-heads.ipynb -> ada.
 # LMS exports differ; pass --pattern with a named group (?P<student>...) for yours.

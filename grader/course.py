@@ -17,11 +17,6 @@ SECTIONS = ("01-heads", "02-positions", "03-norms", "04-residuals", "05-block",
             "06-tiny-transformer", "07-banking77")
 
 
-# The limits of grading, the same for `grader check` and `grader autograde`.
-TIMEOUT = 60  # seconds a cell may run
-MEMORY_MB = 4096  # memory a kernel may use
-
-
 def solution_notebook(section):
     return SOLUTIONS / section / f"{section}.ipynb"
 

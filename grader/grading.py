@@ -25,7 +25,8 @@ import nbformat
 from grader import judge, release, sandbox
 from grader.repair import repair
 from grader.warm_kernel import WarmKernels, kernel_spec, use_warm_kernels
-from grader.course import MEMORY_MB, ROOT, SOLUTIONS, TIMEOUT, solution_notebook
+from grader.course import ROOT, SOLUTIONS, solution_notebook
+from grader.sandbox import MEMORY_MB, TIMEOUT
 
 # nbgrader's gradebook trips SQLAlchemy warnings that say nothing to a student or instructor.
 warnings.filterwarnings("ignore", module="nbgrader.api")
@@ -68,6 +69,9 @@ def identify(notebook):
 
 def _reason(log):
     """The cause of a failed nbgrader run, in one line."""
+    if "the kernel stopped answering" in log:
+        return ("the kernel stopped answering: two requests in a row ran past the time limit, the "
+                "interrupt included (the notebook may have broken its own connection); every task scores 0")
     if "DeadKernelError" in log:
         return ("the kernel died while running the notebook (a crash, os._exit, or too much "
                 "memory); every task scores 0")

@@ -31,9 +31,12 @@ from pathlib import Path
 
 STUDENT = 65534  # the sandbox's user and group
 HOME = "/home/student"
-# What a kernel may use. Memory and disk are in MB; CPU in seconds of one process; processes count
-# threads too (ipykernel and PyTorch start about a dozen).
-LIMITS = {"memory_mb": 4096, "cpu_seconds": 900, "file_mb": 256, "disk_mb": 256, "processes": 256}
+# The limits of grading, the same for `grader check` and `grader autograde`: the seconds a cell may
+# run, and what a kernel may use. Memory and disk are in MB; CPU in seconds of one process;
+# processes count threads too (ipykernel and PyTorch start about a dozen).
+TIMEOUT = 60
+MEMORY_MB = 4096
+LIMITS = {"memory_mb": MEMORY_MB, "cpu_seconds": 900, "file_mb": 256, "disk_mb": 256, "processes": 256}
 HIDDEN = ("grader/catalogue", "grader/examples")  # answers and the sample class
 # Environment variables a kernel gets from the grader's, when set; the sandbox sets the rest.
 PASSED_ON = ("NBGRADER_EXECUTION", "MPLBACKEND", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CI", "TZ",

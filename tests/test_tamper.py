@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pandas as pd
@@ -19,6 +20,7 @@ import pytest
 
 from grader import catalogue, sample_class
 from grader.autograde import autograde
+from grader.course import ROOT
 
 SECTION = "01-heads"
 # The wrong answers: the right shapes, wrong numbers, so that only comparing values can tell.
@@ -195,3 +197,182 @@ def test_the_whole_tamper_catalogue_through_autograde(attacks, tmp_path):
     feedback = (tmp_path / "out" / "feedback" / "writes-the-gradebook" / "01-heads.html").read_text()
     total = 9 + by_student["writes-the-gradebook"]["written_max_score"]
     assert re.findall(r"Score: [\d.]+ / [\d.]+", feedback)[0] == f"Score: {HONEST} / {total}"  # not 104
+
+
+# --- containment: what a submission does to the machine and to its classmates ----------------
+#
+# Each of these is the same honest-4-points notebook, plus an attack on what lies outside its own
+# kernel (grader.sandbox). Graded in one class beside honest classmates, each must earn exactly its
+# 4 points, cost no classmate a point, and leave nothing behind: the course's files unchanged, no
+# IPython start-up file, no process alive, no connection made.
+
+LISTENER_PORT = 47391  # a loopback listener of the test: a sandboxed kernel has no network to reach it
+LEFTOVER = "tamper-leftover"  # in the command line of a process an attack leaves running
+
+# A helper put before the first answer: `_steal(name)` is the code of answer cell `name` in any
+# notebook the kernel can read (the model answers, a classmate's); the line after each answer
+# runs it if found. Reading must fail in the sandbox, so the wrong answers stand.
+_STEAL = (
+    "import glob, json, os\n\n"
+    "def _answers(path):\n"
+    "    try:\n"
+    "        cells = json.load(open(path))['cells']\n"
+    "    except Exception:\n"
+    "        return {}\n"
+    "    return {c['metadata'].get('nbgrader', {}).get('grade_id'): ''.join(c['source']) for c in cells\n"
+    "            if c['metadata'].get('nbgrader', {}).get('solution')}\n\n"
+    "def _steal(name):\n"
+    "    for path in _PLACES():\n"
+    "        code = _answers(path).get(name, '')\n"
+    "        if code and 'NotImplementedError' not in code and 'YOUR CODE' not in code:\n"
+    "            return code\n"
+    "    return 'pass'\n")
+CONTAINMENT = {
+    "reads-the-solutions": (
+        "runs the model answers from the course's solutions/ folder",
+        _STEAL + "_PLACES = lambda: [os.environ.get('COURSE_ROOT', '') + '/solutions/01-heads/01-heads.ipynb',\n"
+        "                      *glob.glob('/**/solutions/01-heads/01-heads.ipynb', recursive=True)[:3]]\n",
+        "exec(_steal('{name}'))", ""),
+    "copies-classmates": (
+        "finds the autograde command line in /proc and runs a classmate's answers",
+        _STEAL + "def _PLACES():\n"
+        "    found = []\n"
+        "    for cmdline in glob.glob('/proc/*/cmdline'):\n"
+        "        try:\n"
+        "            words = open(cmdline, 'rb').read().decode(errors='replace').split('\\0')\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        for word in words:\n"
+        "            if os.path.isdir(word):\n"
+        "                found += glob.glob(word + '/**/*01-heads*.ipynb', recursive=True)\n"
+        "    return found + glob.glob('/tmp/**/*01-heads*.ipynb', recursive=True)\n",
+        "exec(_steal('{name}'))", ""),
+    "rigs-the-next-notebook": (
+        "appends always-passing checks to grader/checks/heads.py and writes an IPython start-up file",
+        "", "",
+        "import os, pathlib\n"
+        "_rig = '\\n\\ndef merge_heads(*args, **kwargs):\\n    print(\"Check passed\")\\n'\n"
+        "for _path in [pathlib.Path(os.environ.get('COURSE_ROOT', '.')) / 'grader' / 'checks' / 'heads.py',\n"
+        "              pathlib.Path.home() / '.ipython' / 'profile_default' / 'startup' / '00-rig.py',\n"
+        "              pathlib.Path('/root/.ipython/profile_default/startup/00-rig.py')]:\n"
+        "    try:\n"
+        "        _path.parent.mkdir(parents=True, exist_ok=True)\n"
+        "        with open(_path, 'a') as _file:\n"
+        "            _file.write(_rig)\n"
+        "    except OSError:\n"
+        "        pass\n"),
+    "leaves-a-process": (
+        "starts a detached process that outlives grading and calls a loopback listener",
+        "", "",
+        "import subprocess, sys\n"
+        "_code = ('import socket, time\\n'\n"
+        f"         'while True:\\n    try:\\n        socket.create_connection((\"127.0.0.1\", {LISTENER_PORT}), timeout=1).send(b\"x\")\\n'\n"
+        "         '    except OSError:\\n        pass\\n    time.sleep(0.2)\\n')\n"
+        f"subprocess.Popen([sys.executable, '-c', _code, '{LEFTOVER}'], start_new_session=True,\n"
+        "                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"),
+    "rewrites-the-gradebooks": (
+        "rewrites the check cells of every gradebook it can find",
+        "", "",
+        "import glob, os, pathlib, sqlite3\n"
+        "_books = glob.glob('/tmp/**/gradebook.db', recursive=True)\n"
+        "_books += [str(p / 'gradebook.db') for p in pathlib.Path.cwd().parents if (p / 'gradebook.db').is_file()]\n"
+        "for _book in _books:\n"
+        "    try:\n"
+        "        _db = sqlite3.connect(_book)\n"
+        "        _db.execute(\"UPDATE source_cell SET source = 'raise AssertionError(\\\"rigged\\\")'\")\n"
+        "        _db.execute('UPDATE grade SET auto_score = 0, extra_credit = 25')\n"
+        "        _db.commit()\n"
+        "    except Exception:\n"
+        "        pass\n"),
+    "scripts-the-feedback": (
+        "puts a script into its outputs, for the instructor's browser",
+        "", "",
+        "from IPython.display import HTML, Javascript, display\n"
+        "display(HTML('<b>look</b><script>document.title = \"tampered\"</script><img src=x onerror=\"alert(1)\">'))\n"
+        "display(Javascript('document.title = \"tampered\"'))\n"),
+    "kills-the-server": (
+        "signals every process it can see, its parent first, and sends a fake exit on every inherited socket",
+        "", "",
+        "import os, signal, socket\n"
+        "for _fd in range(3, 256):\n"
+        "    try:\n"
+        "        socket.socket(fileno=os.dup(_fd)).send(b'{\"exit\": 0}')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "_mine = {os.getpid()}\n"
+        "for _pid in [os.getppid(), *(int(p) for p in os.listdir('/proc') if p.isdigit())]:\n"
+        "    if _pid not in _mine:\n"
+        "        for _number in (signal.SIGKILL, signal.SIGSTOP):\n"
+        "            try:\n"
+        "                os.kill(_pid, _number)\n"
+        "            except OSError:\n"
+        "                pass\n"),
+}
+
+
+def _course_files():
+    """The SHA-256 of every file of the course a kernel could read."""
+    import hashlib
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest()
+            for part in ("grader", "ticketnet.py", "data", "solutions") for p in sorted((ROOT / part).rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts} | \
+        {"ticketnet.py": hashlib.sha256((ROOT / "ticketnet.py").read_bytes()).hexdigest()}
+
+
+def _leftovers():
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if LEFTOVER.encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def containment_class(tmp_path_factory):
+    """The containment attacks, and honest classmates: two with every answer right, one with the
+    same two wrong answers as the attacks (so the rigged checks would pass them)."""
+    folder = tmp_path_factory.mktemp("containment")
+    for name, (_, first, after_each, last) in CONTAINMENT.items():
+        (folder / name).mkdir()
+        nbformat.write(submission(first, after_each, last), folder / name / f"{SECTION}.ipynb")
+    for name in ("right-one", "right-two"):
+        (folder / name).mkdir()
+        nbformat.write(submission("", "", "", wrong={}), folder / name / f"{SECTION}.ipynb")
+    (folder / "wrong-too").mkdir()
+    nbformat.write(submission("", "", ""), folder / "wrong-too" / f"{SECTION}.ipynb")
+    return folder
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("fresh", [False, True], ids=["warm kernels", "fresh kernels"])
+def test_no_submission_reaches_outside_its_sandbox(containment_class, tmp_path, fresh):
+    import socket
+    startup = Path.home() / ".ipython" / "profile_default" / "startup"
+    before, started_before = _course_files(), set(startup.glob("*")) if startup.is_dir() else set()
+    listener = socket.create_server(("127.0.0.1", LISTENER_PORT))
+    listener.settimeout(0)
+    try:
+        results = autograde([containment_class], tmp_path / "out", workers=2, timeout=30,
+                            warm=not fresh, echo=lambda line: None)
+        by_student = {r["student"]: r for r in results.values()}
+        assert set(by_student) == {*CONTAINMENT, "right-one", "right-two", "wrong-too"}
+        for attack, (what, *_) in CONTAINMENT.items():
+            got = by_student[attack]["score"]
+            # writing on every descriptor may break the kernel's own connection: its own loss only
+            assert got == HONEST or (attack == "kills-the-server" and got < HONEST), \
+                (what, by_student[attack]["error"], by_student[attack]["tasks"])
+        assert by_student["right-one"]["score"] == by_student["right-two"]["score"] == 9, "a classmate lost points"
+        assert by_student["wrong-too"]["score"] == HONEST, "a rigged check graded a classmate"
+        assert not any(r.get("flags") for s, r in by_student.items() if s in ("right-one", "right-two", "wrong-too"))
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody called
+    finally:
+        listener.close()
+    assert not _leftovers(), "a process of a submission outlived its grading"
+    assert _course_files() == before, "a submission changed the course's files"
+    assert (set(startup.glob("*")) if startup.is_dir() else set()) == started_before
+    page = (tmp_path / "out" / "feedback" / "scripts-the-feedback" / "01-heads.html").read_text()
+    assert "tampered" not in page and "onerror" not in page and "<b>look</b>" in page
