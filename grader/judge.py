@@ -129,41 +129,16 @@ def failed_in_notebook(cell):
 
 @functools.cache
 def _execute_preprocessor():
-    import zmq
-    import zmq.asyncio
-    from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import ensure_async
     from nbclient.exceptions import DeadKernelError
     from nbgrader.preprocessors import Execute
-    from traitlets import Unicode, default
-
-    class GradingKernelManager(AsyncKernelManager):
-        """jupyter_client's, but a message that no kernel takes fails after a while instead of
-        blocking the grader for ever (a submission can break its own end of the connection)."""
-
-        @default("context")
-        def _context_default(self):
-            self._created_context = True
-            context = zmq.asyncio.Context()
-            context.setsockopt(zmq.SNDTIMEO, 10_000)
-            return context
+    from traitlets import Unicode
 
     class JudgedExecute(Execute):
         """nbgrader's Execute, with each check cell's outputs replaced by the judge's verdict."""
 
         exchange = Unicode("", help="the folder for requests and answers, in view of the kernel").tag(config=True)
         timeouts_in_a_row = 0
-
-        @default("kernel_manager_class")
-        def _kernel_manager_class_default(self):
-            return GradingKernelManager
-
-        async def _async_handle_timeout(self, timeout, cell=None):
-            try:
-                return await super()._async_handle_timeout(timeout, cell)
-            except zmq.Again:  # the interrupt found no kernel to take it
-                await ensure_async(self.km.shutdown_kernel(now=True))
-                raise DeadKernelError("the kernel stopped answering") from None
 
         async def async_wait_for_reply(self, msg_id, cell=None):
             """As nbclient waits, but a kernel that lets two requests in a row run past the time

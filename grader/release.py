@@ -62,6 +62,9 @@ def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel
     config.Application.log_level = "ERROR"
     config.Execute.timeout = timeout  # seconds a cell may run before the kernel is interrupted
     config.Execute.extra_arguments = kernel_arguments(warm=bool(kernel))
+    # Killed at the end, not asked to stop: a message to a kernel whose end of the connection the
+    # submission broke would wait for ever.
+    config.Execute.shutdown_kernel = "immediate"
     if kernel:  # a kernel spec other than the notebook's own (grader.sandbox, grader.warm_kernel)
         config.Execute.kernel_name = kernel
     if sockets:  # Unix sockets with this path prefix: a sandboxed kernel has no network, loopback included

@@ -16,7 +16,8 @@ this module only says what goes in it. A kernel in the sandbox:
 - has limits on memory, CPU time, file size and processes (LIMITS).
 
 A fresh kernel is `bwrap ... python -m ipykernel_launcher`: this file, run as a script, is the
-command of its kernel spec (`kernel`) and execs bwrap. A warm kernel is forked by a server that lives in a sandbox of its own
+command of its kernel spec (`kernel`); it starts bwrap, passes interrupts on to the kernel inside,
+and exits with the kernel's code. A warm kernel is forked by a server that lives in a sandbox of its own
 (grader.warm_kernel). Run as a script, the module needs only the standard library.
 
     python grader/sandbox.py kernel SETTINGS -f CONNECTION    # what the kernel spec runs
@@ -25,6 +26,7 @@ command of its kernel spec (`kernel`) and execs bwrap. A warm kernel is forked b
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -152,22 +154,56 @@ def apply_limits(limits):
 # --- the fresh kernel's launcher -------------------------------------------------------------
 
 def launch(settings_path, argv):
-    """Become bwrap running ipykernel in the sandbox, with the connection file of `argv`
-    (`-f PATH`). Interrupts come as messages (the kernel spec's interrupt_mode), so nothing
-    needs to stand between the grader and bwrap."""
+    """Run ipykernel in the sandbox, with the connection file of `argv` (`-f PATH`), and stand in
+    for it: a signal (an interrupt) is passed on to the kernel, and the exit code is the kernel's."""
     config = json.loads(Path(settings_path).read_text())
     connection = argv[argv.index("-f") + 1]
     kernel = [sys.executable, "-m", "ipykernel_launcher", *argv]
+    fds = []
     if config["sandboxed"]:  # the connection file is the grader's (mode 0600): the sandbox gets a copy
         inside = f"{HOME}/.kernel.json"
         kernel[kernel.index(connection)] = inside
-        source = os.open(connection, os.O_RDONLY)
-        os.set_inheritable(source, True)
+        fds.append(os.open(connection, os.O_RDONLY))
     command_line = command(config, kernel, pid_1=False)
     if config["sandboxed"]:
+        reading, writing = os.pipe()
+        fds.append(writing)
         at = command_line.index("--clearenv")
-        command_line[at:at] = ["--perms", "0444", "--ro-bind-data", str(source), inside]
-    os.execvp(command_line[0], command_line)
+        command_line[at:at] = ["--perms", "0444", "--ro-bind-data", str(fds[0]), inside, "--info-fd", str(writing)]
+    # A session of its own: the interrupt jupyter_client sends this process's group must not reach
+    # bwrap, which would end the sandbox.
+    process = subprocess.Popen(command_line, pass_fds=fds, start_new_session=True)
+    for fd in fds:
+        os.close(fd)
+    target = [process.pid]
+    if config["sandboxed"]:  # the kernel is the child of the sandbox's first process
+        with os.fdopen(reading) as info:
+            first = json.loads(info.read() or "{}").get("child-pid")
+        target = [first, None]
+
+    def forward(number, frame):
+        if target[-1] is None:
+            target[-1] = _child_of(target[0])
+        try:
+            os.kill(target[-1], number)
+        except (ProcessLookupError, TypeError):
+            pass
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1):
+        signal.signal(number, forward)
+    code = process.wait()
+    os._exit(code if code >= 0 else 128 - code)
+
+
+def _child_of(pid):
+    """The pid of a child of process `pid`, as this process sees it, or None."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == str(pid):
+            return int(stat.parent.name)
+    return None
 
 
 def main(argv=None):

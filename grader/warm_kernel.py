@@ -11,7 +11,7 @@ libraries in memory), and the proxy stays in place of the kernel for jupyter_cli
 
 - the proxy exits with the kernel's exit code when the kernel ends (so a crash, `os._exit` or an
   out-of-memory kill is seen as a dead kernel, exactly as with a normal kernel);
-- interrupts reach the kernel as messages (the kernel spec's interrupt_mode), not signals;
+- a signal sent to the proxy (an interrupt) is passed on to the kernel, through the server;
 - when the proxy is killed (nbgrader's timeout), the server kills the kernel.
 
 Each fork is a new process with the libraries imported but nothing of any earlier notebook: it
@@ -32,6 +32,7 @@ its HOME, /tmp and socket folder, so nothing of one submission reaches the next.
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -62,7 +63,6 @@ def serve(listener_fd, lifeline_fd, settings):
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # debugpy's import-time warning
     if os.getpid() == 1:  # the sandbox's first process: untouchable from inside, if it never handles a signal
         import ctypes
-        import signal
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace, no /proc/1/mem
     import importlib
@@ -81,8 +81,8 @@ def serve(listener_fd, lifeline_fd, settings):
         readable, _, _ = select.select(watched, [], [], 0.05)
         if lifeline in readable:  # the grading process is gone
             break
-        if kernel and kernel[1] in readable and not _received(kernel[1]):  # its proxy was killed
-            _kill(kernel[0])
+        if kernel and kernel[1] in readable:  # a signal for the kernel, or its proxy was killed
+            _forward(kernel[0], _received(kernel[1]))
         if listener in readable:
             connection, _ = listener.accept()
             if kernel:  # one kernel at a time: the sweep below must not take a live one
@@ -112,9 +112,17 @@ def fork_hazards():
 
 def _received(connection):
     try:
-        return bool(connection.recv(1 << 16))
+        return connection.recv(1 << 16)
     except OSError:
-        return False
+        return b""
+
+
+def _forward(pid, message):
+    """Pass the signal a proxy sent on to its kernel; no message: the proxy is gone, so is the kernel."""
+    try:
+        os.kill(pid, json.loads(message)["signal"] if message else 9)
+    except (ProcessLookupError, ValueError, KeyError, TypeError):
+        pass
 
 
 def _reply(connection, message):
@@ -209,7 +217,6 @@ def _fork_kernel(connection, inherited, settings):
 
 
 def _become_kernel(request, sandbox):
-    import signal
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
         signal.signal(number, signal.SIG_DFL if number != signal.SIGINT else signal.default_int_handler)
     argv, cwd = request["argv"], request["cwd"]
@@ -258,6 +265,14 @@ def proxy(path, argv):
     started = json.loads(server.recv(1 << 16) or b'{"error": "the warm-kernel server stopped"}')
     if "error" in started:
         sys.exit(started["error"])
+
+    def forward(number, frame):  # the kernel's pid is the server's to know: it lives in the sandbox
+        try:
+            server.send(json.dumps({"signal": number}).encode())
+        except OSError:
+            pass
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1):
+        signal.signal(number, forward)
     reply = server.recv(1 << 16)
     code = json.loads(reply)["exit"] if reply else 1  # no reply: the server died
     os._exit(code if code >= 0 else 128 - code)
@@ -331,9 +346,10 @@ def kernel_spec(folder, kind, argv):
     name = f"course-{kind}-{hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:12]}"
     spec = Path(folder) / "share" / "kernels" / name
     spec.mkdir(parents=True, exist_ok=True)
-    # Interrupts as messages: the kernel may sit in a sandbox where no signal of ours reaches it.
+    # Interrupts are signals to the process of argv, which passes them on into the sandbox (a message
+    # on the control channel would wait for ever on a kernel that broke its end of the connection).
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": f"Python 3 ({kind}, for grading)",
-                                                  "language": "python", "interrupt_mode": "message"}))
+                                                  "language": "python"}))
     share = str(Path(folder) / "share")
     paths = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p and p != share]
     os.environ["JUPYTER_PATH"] = os.pathsep.join([share, *paths])

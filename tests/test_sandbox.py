@@ -1,0 +1,139 @@
+"""The sandbox of a grading kernel (grader/sandbox.py), tried from inside a fresh kernel: what it
+may see and do, row by row of the README's list, and that interrupts and kills still reach it."""
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from jupyter_client.manager import KernelManager
+
+from grader import grading, sandbox
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    course = grading.GradingCourse(tmp_path_factory.mktemp("course"), warm=False, memory_mb=2048)
+    yield course
+    course.close()
+
+
+@pytest.fixture
+def kernel(course):
+    manager = KernelManager(kernel_name=course.api.config.Execute.kernel_name, transport="ipc",
+                            ip=str(course.folder / "sockets" / "k"))
+    manager.start_kernel(env={**os.environ, "NBGRADER_EXECUTION": "autograde", "SECRET_TOKEN": "x"})
+    client = manager.client()
+    client.start_channels()
+    client.wait_for_ready(timeout=60)
+    yield manager, client
+    client.stop_channels()
+    manager.shutdown_kernel(now=True)
+
+
+def _value(client, code):
+    """The JSON that the last line of `code` prints."""
+    outputs = []
+    reply = client.execute_interactive(code, timeout=60, output_hook=outputs.append)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
+    return json.loads(text.strip().splitlines()[-1])
+
+
+PROBE = '''
+import errno, json, os, socket, subprocess
+from pathlib import Path
+course = Path(os.environ["COURSE_ROOT"])
+def attempt(action):
+    try:
+        action()
+        return "allowed"
+    except OSError as error:
+        return errno.errorcode.get(error.errno, str(error.errno))
+def big():
+    with open(Path.home() / "big", "wb") as f:
+        f.write(b"x" * (300 * 1024 * 1024))
+seen = {
+    "uid": os.getuid(), "home": str(Path.home()), "cwd": os.getcwd(),
+    "course": sorted(p.name for p in course.iterdir()),
+    "catalogue": attempt(lambda: os.listdir(course / "grader" / "catalogue")),
+    "write course": attempt(lambda: open(course / "grader" / "checks" / "heads.py", "a")),
+    "write home": attempt(lambda: (Path.home() / "mine").write_text("x")),
+    "big file": attempt(big),
+    "loopback": attempt(lambda: socket.create_connection(("127.0.0.1", 22), timeout=2)),
+    "internet": attempt(lambda: socket.create_connection(("1.1.1.1", 443), timeout=2)),
+    "processes": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+    "signal first": attempt(lambda: os.kill(1, 9)),
+    "env": sorted(os.environ),
+    "root files": sorted(os.listdir("/")),
+}
+print(json.dumps(seen))
+'''
+
+
+def test_a_kernel_sees_and_may_do_only_what_its_sandbox_allows(kernel):
+    _, client = kernel
+    seen = _value(client, PROBE)
+    assert seen["uid"] == sandbox.STUDENT and seen["home"] == seen["cwd"] == sandbox.HOME
+    assert seen["course"] == sorted(["bench", "data", "grader", "ticketnet.py"] +
+                                    ([".venv"] if (ROOT / ".venv").exists() and sys_prefix_inside() else []))
+    assert seen["catalogue"] == "EACCES"  # hidden: an empty folder no one may read
+    assert seen["write course"] in ("EROFS", "EACCES") and seen["write home"] == "allowed"
+    assert seen["big file"] == "EFBIG"  # over the file-size limit
+    assert seen["loopback"] in ("ECONNREFUSED", "ENETUNREACH") and seen["internet"] == "ENETUNREACH"
+    assert len(seen["processes"]) == 2  # the sandbox's first process and this kernel
+    assert seen["signal first"] == "EPERM"
+    assert "SECRET_TOKEN" not in seen["env"] and "NBGRADER_EXECUTION" in seen["env"]
+    assert set(seen["root files"]) <= {"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "proc", "root", "sbin",
+                                       "tmp", "usr", "work", "opt"}
+
+
+def sys_prefix_inside():
+    import sys
+    return Path(sys.prefix).resolve().is_relative_to(ROOT)
+
+
+def _named(name):
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (proc / "comm").read_text().strip() == name:
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_an_interrupt_reaches_a_fresh_kernel_and_a_kill_ends_its_sandbox(kernel):
+    manager, client = kernel
+    name = f"fresh-{os.getpid()}"
+    client.execute_interactive(f"import ctypes; ctypes.CDLL(None).prctl(15, b'{name}')", timeout=30)
+    assert len(_named(name)) == 1
+    msg_id = client.execute("import time; time.sleep(60)", stop_on_error=False)
+    time.sleep(1)
+    manager.interrupt_kernel()
+    reply = client.get_shell_msg(timeout=30)
+    assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["ename"] == "KeyboardInterrupt"
+    manager.shutdown_kernel(now=True)
+    deadline = time.monotonic() + 10
+    while _named(name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _named(name), "the kernel outlived its launcher"
+
+
+def test_without_bubblewrap_autograde_refuses_and_check_says_it_runs_unconfined(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    env = {**os.environ, "PATH": f"{bin_folder}:/nonexistent"}  # no bwrap on the PATH
+    python = sys.executable
+    run = subprocess.run([python, "-m", "grader", "autograde", str(tmp_path), "--out", str(tmp_path / "out")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    assert "bubblewrap is not installed" in run.stderr and "--no-sandbox" in run.stderr
+    assert not (tmp_path / "out").exists()
+    assert sandbox.command({"sandboxed": False, "limits": sandbox.LIMITS}, ["python"], limits=False) == ["python"]
