@@ -172,7 +172,32 @@ def _execute_preprocessor():
     return JudgedExecute
 
 
-def __getattr__(name):  # nbgrader is imported only when the preprocessor is asked for
+@functools.cache
+def _kernel_client():
+    from jupyter_client.asynchronous import AsyncKernelClient
+    from jupyter_client.channels import HBChannel
+    from traitlets import Type
+
+    class NoHeartbeat(HBChannel):
+        """A heartbeat channel that never pings: a ping to a kernel that broke its end of the
+        connection waits for ever, and the grader with it. Whether the kernel lives is its
+        process's to say (the kernel manager asks it)."""
+
+        def run(self):
+            self._running = self._beating = True
+            self._exit.wait()
+
+    class GradingKernelClient(AsyncKernelClient):
+        """jupyter_client's, without the heartbeat (see NoHeartbeat)."""
+
+        hb_channel_class = Type(NoHeartbeat)
+
+    return GradingKernelClient
+
+
+def __getattr__(name):  # nbgrader and jupyter_client are imported only when asked for
     if name == "JudgedExecute":
         return _execute_preprocessor()
+    if name == "GradingKernelClient":
+        return _kernel_client()
     raise AttributeError(name)

@@ -65,6 +65,7 @@ def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel
     # Killed at the end, not asked to stop: a message to a kernel whose end of the connection the
     # submission broke would wait for ever.
     config.Execute.shutdown_kernel = "immediate"
+    config.KernelManager.client_class = "grader.judge.GradingKernelClient"  # and no heartbeat, for the same reason
     if kernel:  # a kernel spec other than the notebook's own (grader.sandbox, grader.warm_kernel)
         config.Execute.kernel_name = kernel
     if sockets:  # Unix sockets with this path prefix: a sandboxed kernel has no network, loopback included
@@ -76,6 +77,7 @@ def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel
     from nbconvert.preprocessors.sanitize import SanitizeHTML
     from nbgrader.preprocessors import GetGrades
     config.GenerateFeedback.preprocessors = [GetGrades, SanitizeHTML, CSSHTMLHeaderPreprocessor]
+    config.SanitizeHTML.enabled = True  # nbconvert's preprocessors are off until enabled
     if judged:  # each check cell's outputs are the judge's verdict (grader.judge)
         from nbgrader.converters import Autograde
         from nbgrader.preprocessors import Execute
