@@ -192,8 +192,9 @@ def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
     argv = ["--students", "ada,fay", "--sections", "02-positions", "--workers", "2", "--rounds", "2",
             "--write", "--benchmarks", str(path)]
     seconds = _run(grading, argv, monkeypatch)
-    assert {"plain nbgrader, sequential", "grader, 1 worker, fresh kernels", "grader, 1 worker",
-            "grader, 2 workers", "breakdown fresh kernels", "breakdown warm kernels (forked)"} <= set(seconds)
+    assert {"plain nbgrader, sequential", "grader, 1 worker, fresh kernels", "grader, 2 workers, no sandbox",
+            "grader, 1 worker", "grader, 2 workers", "breakdown fresh kernels", "breakdown warm kernels (forked)",
+            "breakdown fresh kernels, no sandbox", "breakdown warm kernels (forked), no sandbox"} <= set(seconds)
     assert sum("grader check` of the 02-positions release" in k for k in seconds) == 2
     assert all(s > 0 for s in seconds.values())
     section = _section(path, "grading.py", argv)
@@ -204,7 +205,8 @@ def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
     points = sum(c.metadata["nbgrader"]["points"] for c in nbformat.read(
         solution_notebook("02-positions"), as_version=4).cells
         if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade"))
-    assert section.count(f"| {points}/{points} |") == 2  # the solution graded in full, fresh and warm
+    # the solution graded in full, fresh and warm, in the sandbox and without
+    assert section.count(f"| {points}/{points} |") == 4
 
 
 @pytest.mark.parametrize("module", [training, inference, notebooks, grading])
