@@ -127,8 +127,9 @@ def test_a_worker_records_the_graders_own_failure_as_such(monkeypatch, tmp_path)
             raise grading.GraderFailure("the warm-kernel server stopped twice")
     monkeypatch.setattr(autograde, "_course", FailingCourse())
     result = autograde._grade("ada", str(tmp_path / "ada_01-heads.ipynb"))
-    assert result["error"] == "grader failure: the warm-kernel server stopped twice"
-    assert result["grader_failure"] is True and result["score"] == 0.0
+    assert result == {"notebook": str(tmp_path / "ada_01-heads.ipynb"), "section": None, "score": 0.0,
+                      "max_score": 0.0, "tasks": [], "error": "grader failure: the warm-kernel server stopped twice",
+                      "grader_failure": True, "feedback_html": None, "student": "ada", "seconds": result["seconds"]}
 
 
 def test_a_worker_course_copies_the_template_with_the_options(monkeypatch):
@@ -367,6 +368,7 @@ def test_the_graders_failure_is_no_score_at_all_and_is_graded_again_next_run(sta
     assert (rows["ada"]["03-norms:test_norm"], rows["ada"]["03-norms:total"], rows["ada"]["total"]) == ("", "", "2.0")
     assert rows["ada"]["problems"] == "ada_03-norms.ipynb: grader failure: the warm-kernel server stopped twice"
     assert rows["ben"]["01-heads:total"] == "0"  # not handed in: a zero, as before
+    assert rows["ben"]["03-norms:total"] == "1.0"  # a failure blanks its own student's row only
     report = (stand_in_class.out / "report.html").read_text()
     assert "1 could not be graded" not in report and "1 not graded because the grader failed" in report
     stand_in_class.course.graded.clear()
@@ -436,6 +438,22 @@ def test_results_are_saved_whole_after_every_notebook(stand_in_class, tmp_path, 
 
 
 # --- the grade table -------------------------------------------------------------------------
+
+def test_a_grader_failure_blanks_the_section_its_file_names_and_no_other(tmp_path):
+    def graded(student, section):
+        return {"student": student, "section": section, "notebook": f"{student}_{section}.ipynb", "error": "",
+                "score": 2.0, "max_score": 2.0,
+                "tasks": [{"grade_id": "test_x", "score": 2.0, "max_score": 2.0, "message": ""}]}
+    failed = {"student": "ada", "section": None, "error": "grader failure: it broke", "grader_failure": True,
+              "score": 0.0, "max_score": 0.0, "tasks": []}
+    results = {"1": graded("ben", SECTIONS[0]), "2": graded("ben", SECTIONS[6]),
+               "3": {**failed, "notebook": f"ada_{SECTIONS[0]}.ipynb"}, "4": {**failed, "notebook": "ada_notes.ipynb"}}
+    autograde._write_grades(tmp_path / "grades.csv", results)
+    rows = {r["student"]: r for r in csv.DictReader(open(tmp_path / "grades.csv"))}
+    assert rows["ada"][f"{SECTIONS[0]}:total"] == ""  # the first section too
+    assert rows["ada"][f"{SECTIONS[6]}:total"] == "0"  # a file of no section blanks nothing
+    assert rows["ada"]["total"] == "0"
+
 
 def test_grades_csv_puts_sections_in_course_order_and_reads_results_of_older_runs(tmp_path):
     def result(student, section, score, **extra):

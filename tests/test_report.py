@@ -235,3 +235,16 @@ def test_writing_the_report_leaves_the_callers_matplotlib_alone(tmp_path):
         assert matplotlib.get_backend() == "svg" and plt.get_fignums() == figures
     finally:
         matplotlib.use(previous)
+
+
+def test_the_graders_failures_have_their_own_list_and_no_place_among_the_zeros(tmp_path):
+    graded = _graded("ada", "01-heads", {"test_f": (2.0, "")})
+    failed = {"student": "ben", "notebook": "ben_01-heads.ipynb", "section": None, "score": 0.0, "max_score": 0.0,
+              "tasks": [], "error": "grader failure: a grading process died 2 times", "grader_failure": True}
+    html = write_report(tmp_path, {"a": graded, "b": failed}).read_text()
+    assert "2 submissions: 1 graded, 0 could not be graded (scored 0), 1 not graded because the grader failed." in html
+    assert ("<h2>Not graded: the grader failed</h2><p>Not the students' doing, and no score: the next run grades "
+            "these again.</p><ul><li>ben, ben_01-heads.ipynb: grader failure: a grading process died 2 times</li></ul>") in html
+    quiet = write_report(tmp_path, {"a": graded}).read_text()
+    assert "the grader failed" not in quiet and "2 submissions" not in quiet
+    assert "<p>1 submissions: 1 graded, 0 could not be graded (scored 0).</p>" in quiet
