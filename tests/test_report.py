@@ -248,3 +248,4 @@ def test_the_graders_failures_have_their_own_list_and_no_place_among_the_zeros(t
     quiet = write_report(tmp_path, {"a": graded}).read_text()
     assert "the grader failed" not in quiet and "2 submissions" not in quiet
     assert "<p>1 submissions: 1 graded, 0 could not be graded (scored 0).</p>" in quiet
+    assert "<ul><li>none</li></ul>\n<h2>Cells interrupted" in quiet  # nothing between the two lists
