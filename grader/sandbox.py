@@ -81,9 +81,13 @@ def settings(sockets, sandboxed=True, course_root=None, limits=None, data=None):
     if data:
         shown.append(Path(data))
         env["BANKING77_DIR"] = str(data)
+    limits = {**LIMITS, **(limits or {})}
+    if not sandboxed:  # the process count would be the whole user's, not the kernel's
+        import resource
+        limits["processes"] = resource.RLIM_INFINITY
     return {"sandboxed": sandboxed, "sockets": str(sockets), "home": HOME, "env": env,
             "passed_on": list(PASSED_ON), "read_only": sorted(str(p) for p in shown if p.exists()),
-            "hidden": [str(course_root / h) for h in HIDDEN], "limits": {**LIMITS, **(limits or {})},
+            "hidden": [str(course_root / h) for h in HIDDEN], "limits": limits,
             "root": os.geteuid() == 0}
 
 
@@ -92,10 +96,11 @@ def command(config, argv, limits=True, pid_1=True):
 
     `limits`: start argv under prlimit with the sandbox's limits (a warm server sets them on each
     kernel itself). `pid_1`: argv is the sandbox's first process; when it ends, all end.
-    Unsandboxed settings give argv under its limits only."""
-    prlimit = ["prlimit", *(f"--{name}={value}" for name, value in rlimits(config["limits"]).items()), "--"]
+    Unsandboxed settings give argv as it is: its caller sets the limits (apply_limits), with no
+    util-linux to count on (macOS)."""
     if not config["sandboxed"]:
-        return [*(prlimit if limits else []), *argv]
+        return list(argv)
+    prlimit = ["prlimit", *(f"--{name}={value}" for name, value in rlimits(config["limits"]).items()), "--"]
     bwrap = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
              "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--dev", "/dev",
              "--proc", "/proc"]  # of this namespace only (ipykernel lists its own children there)
@@ -145,10 +150,13 @@ def rlimits(limits):
 
 
 def apply_limits(limits):
-    """Set `limits` on this process (a forked kernel's own)."""
+    """Set `limits` on this process and those it starts (a forked kernel, an unsandboxed one).
+    Where the platform lacks a limit (macOS has no RLIMIT_NPROC cap it enforces alike), it is skipped."""
     import resource
     for name, value in rlimits(limits).items():
-        resource.setrlimit(getattr(resource, f"RLIMIT_{name.upper()}"), (value, value))
+        number = getattr(resource, f"RLIMIT_{name.upper()}", None)
+        if number is not None:
+            resource.setrlimit(number, (value, value))
 
 
 # --- the fresh kernel's launcher -------------------------------------------------------------
@@ -170,6 +178,8 @@ def launch(settings_path, argv):
         fds.append(writing)
         at = command_line.index("--clearenv")
         command_line[at:at] = ["--perms", "0444", "--ro-bind-data", str(fds[0]), inside, "--info-fd", str(writing)]
+    else:  # inherited by the kernel
+        apply_limits(config["limits"])
     # A session of its own: the interrupt jupyter_client sends this process's group must not reach
     # bwrap, which would end the sandbox.
     process = subprocess.Popen(command_line, pass_fds=fds, start_new_session=True)

@@ -35,6 +35,22 @@ def ascii_locale():
     return switched
 
 
+@pytest.fixture
+def processes_named():
+    """`processes_named(name)`: the pids of live processes named `name`. A sandboxed kernel names
+    itself (prctl PR_SET_NAME) to be found from outside, where its own pid means nothing."""
+    def named(name):
+        found = []
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                if (proc / "comm").read_text().strip() == name and (proc / "stat").read_text().split()[2] != "Z":
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+        return found
+    return named
+
+
 def pytest_collection_modifyitems(items):
     """Tests marked `nbgrader` (they grade notebooks in kernels, seconds each) run after the others.
     A mutation run (`make mutation`) stops at a mutant's first failing test: a quick test that

@@ -71,18 +71,6 @@ def _run(client, code, timeout=60):
     return content["status"], value if content["status"] == "ok" else content.get("ename", content["status"])
 
 
-def _named(name):
-    """The pids of processes named `name` (a kernel names itself so, to be found from outside its sandbox)."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if (proc / "comm").read_text().strip() == name and (proc / "stat").read_text().split()[2] != "Z":
-                pids.append(int(proc.name))
-        except OSError:
-            continue
-    return pids
-
-
 def _wait_until(condition, seconds=10):
     deadline = time.monotonic() + seconds
     while not condition() and time.monotonic() < deadline:
@@ -112,12 +100,12 @@ def test_a_forked_kernel_is_a_fresh_process_in_a_fresh_home(warm):
     assert seen[0] != seen[1], "two forks share the server's random state"
 
 
-def test_an_interrupt_reaches_the_kernel_and_a_kill_takes_it_down(warm):
+def test_an_interrupt_reaches_the_kernel_and_a_kill_takes_it_down(warm, processes_named):
     manager, client = start_kernel(warm)
     name = f"kernel-{os.getpid()}"
     try:
         _run(client, f"import ctypes; ctypes.CDLL(None).prctl(15, b'{name}')")  # PR_SET_NAME
-        assert len(_named(name)) == 1
+        assert len(processes_named(name)) == 1
         # stop_on_error=False: after the KeyboardInterrupt the kernel would otherwise abort the
         # requests that reach it in the next moments, the 1 + 1 below among them
         msg_id = client.execute("import time; time.sleep(60)", stop_on_error=False)
@@ -130,7 +118,7 @@ def test_an_interrupt_reaches_the_kernel_and_a_kill_takes_it_down(warm):
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)  # SIGKILL to the proxy, as nbgrader's last resort
-    assert _wait_until(lambda: not _named(name)), "the kernel outlived its proxy"
+    assert _wait_until(lambda: not processes_named(name)), "the kernel outlived its proxy"
 
 
 def test_a_kernel_that_exits_ends_its_proxy_with_its_code(warm):
