@@ -155,7 +155,7 @@ def apply_limits(limits):
     import resource
     for name, value in rlimits(limits).items():
         number = getattr(resource, f"RLIMIT_{name.upper()}", None)
-        if number is not None:
+        if number is not None and value != resource.RLIM_INFINITY:  # no limit: leave it as it is
             resource.setrlimit(number, (value, value))
 
 
