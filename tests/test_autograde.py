@@ -142,6 +142,48 @@ def test_a_worker_course_copies_the_template_with_the_options(monkeypatch):
                      "sandboxed": True}]
 
 
+
+def test_a_worker_course_is_warm_or_fresh_sandboxed_or_not_as_asked(monkeypatch):
+    made = []
+    monkeypatch.setattr(grading, "GradingCourse", lambda **options: made.append(options) or "course")
+    monkeypatch.setattr(autograde, "_course", None)
+    autograde._start_worker("template-folder", 30, 1024, False, False)
+    assert made == [{"timeout": 30, "template": "template-folder", "warm": False, "memory_mb": 1024,
+                     "sandboxed": False}]
+
+
+def test_the_template_course_registers_every_section_in_fresh_kernels_in_its_own_folder(monkeypatch, tmp_path):
+    """The template only generates the sections' release and gradebook; it never grades, so it
+    starts no warm-kernel server (the workers start their own)."""
+    made = []
+
+    class RecordingCourse:
+        def __init__(self, folder, **options):
+            self.folder, self.registered = folder, []
+            made.append((folder, options, self.registered))
+
+        def register(self, section):
+            self.registered.append(section)
+    monkeypatch.setattr(grading, "GradingCourse", RecordingCourse)
+    from grader import release
+    assert autograde._template_course(tmp_path, 45, False) == tmp_path / "course"
+    assert made == [(tmp_path / "course", {"timeout": 45, "warm": False, "sandboxed": False},
+                     list(release.sections_with_solutions()))]
+    assert made[0][2] == list(SECTIONS)
+
+
+def test_a_submission_failure_is_the_students_zero_unless_said_otherwise(tmp_path):
+    assert autograde._failed(tmp_path / "ada_01-heads.ipynb", "the file is empty")["grader_failure"] is False
+    assert autograde._failed(tmp_path / "ada_01-heads.ipynb", "it broke", grader_failure=True)["grader_failure"] is True
+
+
+def test_a_progress_line_reads_a_result_of_an_older_run_with_no_flags():
+    result = {"student": "ada", "notebook": "in/ada_01-heads.ipynb", "error": "", "score": 7.0, "max_score": 9.0,
+              "seconds": 2.4, "repairs": [], "interrupted": ["cell 5 stopped after 60 s"]}
+    assert autograde._line(result) == "ada ada_01-heads.ipynb: 7/9 (2 s; cell 5 stopped after 60 s)"
+    assert autograde._line({**result, "flags": ["printed a verdict"]}) == \
+        "ada ada_01-heads.ipynb: 7/9 (2 s; cell 5 stopped after 60 s; printed a verdict)"
+
 # --- the order of grading --------------------------------------------------------------------
 
 def _items(*names):
@@ -218,6 +260,20 @@ def test_a_broken_pool_is_replaced_and_its_notebooks_graded_again_then_recorded_
     assert finished["ada_01-heads"]["error"].startswith("grader failure: a grading process died 2 times")
     assert finished["bob_01-heads"]["error"] == "" and finished["cyd_01-heads"]["error"] == ""
     assert attempts["bob"] == 2 and attempts["cyd"] == 1 and len(pools) == 4  # one, then one per break
+
+
+def test_a_notebook_that_breaks_every_pool_is_recorded_whole_as_not_graded(monkeypatch):
+    from concurrent.futures.process import BrokenProcessPool
+
+    def grade(student, path):
+        raise BrokenProcessPool("a worker died")
+    monkeypatch.setattr(autograde, "_grade", grade)
+    [(item, result)] = autograde._longest_first(lambda: ThreadPoolExecutor(1), _items("ada_01-heads"), workers=1,
+                                                attempts=3)
+    assert result == {"notebook": "ada_01-heads.ipynb", "section": None, "score": 0.0, "max_score": 0.0,
+                      "tasks": [], "grader_failure": True, "feedback_html": None, "student": "ada",
+                      "seconds": 0.0, "error": "grader failure: a grading process died 3 times while this "
+                                               "notebook was being graded"}
 
 
 def test_a_section_expected_length_is_its_mean_not_its_total():
