@@ -12,7 +12,7 @@ Every configuration uses the same cell timeout. The times of `grader autograde` 
 plain nbgrader does not do: feedback pages, grades.csv and the class report. With --rounds K,
 configurations 4 and 5 take turns K times and the table gives their medians: the speed-up from
 more workers is a ratio of two runs, and on a shared machine one pair of runs can be off by more
-than the difference being measured. Each run's CPU seconds (every process's) and its seconds outside
+than the difference being measured. Each run's CPU seconds (the whole machine's) and its seconds outside
 notebooks (start, end, idle workers) say where a speed-up short of the worker count goes.
 
 Then, where the time of one graded notebook goes, for each section's solution graded alone with
@@ -88,28 +88,30 @@ def plain_nbgrader(submissions, work, timeout):
     for section in sections:
         subprocess.run([*nbgrader, "generate_assignment", section, "--force", *config],
                        env=env, check=True, capture_output=True)
-    start, load, cpu = time.perf_counter(), OtherLoad().start(), cpu_seconds()
+    start, load = time.perf_counter(), OtherLoad().start()
     for section in sections:
         # Exit code 1 is expected: the class holds notebooks nbgrader cannot grade.
         subprocess.run([*nbgrader, "autograde", section, "--force", *config], env=env,
                        capture_output=True)
-    return time.perf_counter() - start, None, load.cores(everyone=True), cpu_seconds() - cpu
+    seconds, cores = time.perf_counter() - start, load.cores(everyone=True)
+    return seconds, None, cores, _cpu_seconds(seconds, cores)
 
 
 def ours(submissions, work, name, timeout, **options):
     """Seconds for `grader autograde`, the seconds each notebook took, the cores kept busy and
     the CPU seconds spent."""
-    start, load, cpu = time.perf_counter(), OtherLoad().start(), cpu_seconds()
+    start, load = time.perf_counter(), OtherLoad().start()
     results = autograde([submissions], work / name, timeout=timeout, echo=lambda line: None, **options)
-    return (time.perf_counter() - start, [r["seconds"] for r in results.values()],
-            load.cores(everyone=True), cpu_seconds() - cpu)
+    seconds, cores = time.perf_counter() - start, load.cores(everyone=True)
+    return seconds, [r["seconds"] for r in results.values()], cores, _cpu_seconds(seconds, cores)
 
 
-def cpu_seconds():
-    """CPU time of this process and of its ended children, theirs included (each waits for its
-    own): the work a run did, however many workers shared it."""
-    own = os.times()
-    return own.user + own.system + own.children_user + own.children_system
+def _cpu_seconds(seconds, cores):
+    """The processor time the whole machine spent during a run (/proc/stat): on a quiet machine,
+    the work the run did, however many workers shared it. Not this process's own count of its
+    children: a kernel's sandbox is killed at the end of a notebook, never waited for, and the
+    time of a process nobody waits for is missing from that count."""
+    return None if cores is None else seconds * cores
 
 
 # --- costs paid once per run -----------------------------------------------------------------
@@ -249,7 +251,7 @@ def main(argv=None):
     for name, (seconds, per_notebook, cores, cpu, *split) in runs.items():
         against_one = statistics.median(speedups) if name == many else runs[one][0] / seconds
         rows.append({"configuration": name, "class seconds": f"{seconds:.0f}",
-                     "cores busy": "" if cores is None else f"{cores:.2f}", "CPU seconds": f"{cpu:.0f}",
+                     "cores busy": "" if cores is None else f"{cores:.2f}", "CPU seconds": "" if cpu is None else f"{cpu:.0f}",
                      "notebooks' seconds, summed": f"{split[0]:.0f}" if split else "",
                      "outside notebooks": f"{split[1]:.1f}" if split else "",
                      "seconds per notebook": f"{seconds / count:.1f}",
@@ -266,9 +268,10 @@ def main(argv=None):
             "Seconds per notebook is the class time divided by the notebooks (what an instructor waits); "
             "the median is the time one worker spent on a notebook, feedback page included. Notebooks "
             "that loop forever cost the timeout in every configuration. Cores busy is the average "
-            "number of cores the whole machine kept busy during the run (/proc/stat). CPU seconds add "
-            "up the processor time of every process of the run (grader, workers, kernels, the "
-            "warm-kernel server): the work done, however many workers share it.", "",
+            "number of cores the whole machine kept busy during the run (/proc/stat). CPU seconds are "
+            "the processor time the whole machine spent during the run (cores busy times class "
+            "seconds; on a quiet machine, the run's own: grader, workers, kernels, warm-kernel "
+            "servers): the work done, however many workers share it.", "",
             "Where a speed-up of 2 workers falls short of 2: the notebooks' seconds, summed over both "
             "workers, grow when two notebooks share the machine (each waits for a core now and then), "
             "and what is outside notebooks (class seconds minus the summed seconds per worker: the "
