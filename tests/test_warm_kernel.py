@@ -191,15 +191,15 @@ def test_a_kernel_has_its_memory_limit(tmp_path, monkeypatch):
 
 
 def test_a_server_with_a_second_thread_refuses_to_fork():
-    assert warm_kernel.fork_hazards() == ""
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
-    thread.start()
-    try:
-        assert warm_kernel.fork_hazards() == "2 threads are running"
-    finally:
-        stop.set()
-        thread.join()
+    """In fresh interpreters: this test's own process may hold threads of earlier tests."""
+    def hazards(setup):
+        code = f"import sys, threading; sys.path.insert(0, 'grader'); import warm_kernel as w\n{setup}\nprint(w.fork_hazards())"
+        return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                              check=True).stdout.strip()
+
+    assert hazards("") == ""
+    assert hazards("threading.Thread(target=threading.Event().wait, daemon=True).start()") == "2 threads are running"
+    assert hazards("import zmq; zmq.Context.instance()") == "a ZeroMQ context exists"
     code = ("import socket, threading, sys; sys.path.insert(0, 'grader'); import warm_kernel as w\n"
             "w.PRELOAD = []; threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
             "listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); ours, theirs = socket.socketpair()\n"
