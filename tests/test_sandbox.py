@@ -89,8 +89,10 @@ def test_a_kernel_sees_and_may_do_only_what_its_sandbox_allows(kernel):
     assert len(seen["processes"]) == 2  # the sandbox's first process and this kernel
     assert seen["signal first"] == "EPERM"
     assert "SECRET_TOKEN" not in seen["env"] and "NBGRADER_EXECUTION" in seen["env"]
-    # the system's folders, and the top folders on the way to the course and its Python (/work, /check...)
-    ways_in = {Path(p).resolve().parts[1] for p in (ROOT, sys.prefix, sys.base_prefix, sys.executable)}
+    # the system's folders, and the top folders on the way to what the sandbox shows read-only: the
+    # course, its Python and the Banking77 folder, wherever they are (/work, /check, /root...)
+    shown = [ROOT, sys.prefix, sys.base_prefix, sys.executable, grading.banking77_folder() or ROOT]
+    ways_in = {Path(p).resolve().parts[1] for p in shown}
     assert set(seen["root files"]) <= {"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "proc", "sbin",
                                        "tmp", "usr"} | ways_in
 
