@@ -76,7 +76,7 @@ print(json.dumps(seen))
 '''
 
 
-def test_a_kernel_sees_and_may_do_only_what_its_sandbox_allows(kernel):
+def test_a_kernel_sees_and_may_do_only_what_its_sandbox_allows(course, kernel):
     _, client = kernel
     seen = _value(client, PROBE)
     assert seen["uid"] == sandbox.STUDENT and seen["home"] == seen["cwd"] == sandbox.HOME
@@ -89,10 +89,9 @@ def test_a_kernel_sees_and_may_do_only_what_its_sandbox_allows(kernel):
     assert len(seen["processes"]) == 2  # the sandbox's first process and this kernel
     assert seen["signal first"] == "EPERM"
     assert "SECRET_TOKEN" not in seen["env"] and "NBGRADER_EXECUTION" in seen["env"]
-    # the system's folders, and the top folders on the way to what the sandbox shows read-only: the
-    # course, its Python and the Banking77 folder, wherever they are (/work, /check, /root...)
-    shown = [ROOT, sys.prefix, sys.base_prefix, sys.executable, grading.banking77_folder() or ROOT]
-    ways_in = {Path(p).resolve().parts[1] for p in shown}
+    # the system's folders, and the top folder of each path the sandbox itself shows (the course,
+    # its Python, the Banking77 folder, the sockets), wherever they lie: /work, /check, /root...
+    ways_in = {Path(p).parts[1] for p in [*course.settings["read_only"], course.settings["sockets"]]}
     assert set(seen["root files"]) <= {"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "proc", "sbin",
                                        "tmp", "usr"} | ways_in
 
