@@ -517,3 +517,110 @@ def plot_accuracies(accuracies, title=None, ax=None):
     if title:
         ax.set_title(title)
     return ax
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. Your parts from earlier sections
+# ---------------------------------------------------------------------------------------------
+
+class PartError(LookupError):
+    """An earlier part that cannot be read from the student's notebook; the message says why."""
+
+
+_MARKER = re.compile(r"\s*### (BEGIN|END) (SOLUTION|HIDDEN TESTS)\s*$")  # nbgrader's, not code
+
+
+def _statements(notebook):
+    """(statement, its source text) for every top-level statement of the notebook's code cells,
+    in the order the cells run. Cells with IPython syntax (magics, `!`) are skipped."""
+    import ast
+    import json
+    found = []
+    for cell in json.loads(Path(notebook).read_text())["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        lines = source.splitlines()
+        for node in tree.body:
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            text = "\n".join(line for line in lines[first - 1:node.end_lineno] if not _MARKER.match(line))
+            found.append((node, text))
+    return found
+
+
+def _reads(source):
+    """The module-level names a statement reads: what must be defined before it runs."""
+    import builtins
+    import symtable
+    top = symtable.symtable(source, "<part>", "exec")
+    names, tables = set(), [top]
+    while tables:
+        table = tables.pop()
+        tables += table.get_children()
+        for symbol in table.get_symbols():
+            if table is top and symbol.is_referenced() and not symbol.is_assigned() and not symbol.is_imported():
+                names.add(symbol.get_name())
+            elif table is not top and symbol.is_global():
+                names.add(symbol.get_name())
+    return names - set(dir(builtins))
+
+
+def _binds(node):
+    """The names a top-level def, class, import or constant binds (an empty set for anything else)."""
+    import ast
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).partition(".")[0] for alias in node.names}
+    if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+        try:
+            ast.literal_eval(node.value)  # a constant: cheap and safe to run again
+        except ValueError:
+            return set()
+        return {t.id for t in node.targets}
+    return set()
+
+
+def part_source(notebook, names):
+    """The code of `notebook` that defines `names`: their top-level definitions, the definitions,
+    imports and constants those read in turn, and nothing else, in the order the notebook runs
+    them. A name defined twice keeps its last definition, as running the notebook would."""
+    statements = _statements(notebook)
+    last = {name: i for i, (node, _) in enumerate(statements) for name in _binds(node)}
+    wanted, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name not in last:
+            raise PartError(f"{Path(notebook).name} defines no `{name}` in a top-level def, class, import "
+                            "or constant")
+        if last[name] not in wanted:
+            wanted.add(last[name])
+            todo += _reads(statements[last[name]][1])
+    return "\n\n".join(statements[i][1] for i in sorted(wanted)) + "\n"
+
+
+def load_parts(section, *names, folder=".."):
+    """Your own `names` (classes, functions) from your notebook of an earlier `section`, found at
+    folder/section/section.ipynb (`..` is the folder above this notebook's). Runs only the
+    definitions they need, never the notebook's other cells, from the notebook as last saved.
+    Returns the object for one name, a tuple for several.
+
+    The autograder runs the course's own definitions in this cell's place, so that a mistake left
+    in an earlier section costs no point in this one."""
+    notebook = Path(folder) / section / f"{section}.ipynb"
+    if not notebook.is_file():
+        raise PartError(f"no notebook {notebook.resolve()}: this cell reads your {', '.join(names)} from "
+                        f"your own {section} notebook, kept in the course's folder. On Colab or Kaggle, "
+                        f"or with the notebook elsewhere, paste your code of {', '.join(names)} (with "
+                        "the functions it uses) into this cell instead of the load_parts line.")
+    import linecache
+    source, where = part_source(notebook, names), f"{notebook} (the parts read from it)"
+    linecache.cache[where] = (len(source), None, source.splitlines(True), where)  # for tracebacks
+    space = {"__name__": "__main__"}  # as if defined in this notebook: torch.save can pickle them
+    exec(compile(source, where, "exec"), space)
+    parts = tuple(space[name] for name in names)
+    return parts[0] if len(parts) == 1 else parts
