@@ -617,10 +617,14 @@ def load_parts(section, *names, folder=".."):
                         f"your own {section} notebook, kept in the course's folder. On Colab or Kaggle, "
                         f"or with the notebook elsewhere, paste your code of {', '.join(names)} (with "
                         "the functions it uses) into this cell instead of the load_parts line.")
+    return run_parts(part_source(notebook, names), names, f"{notebook} (the parts read from it)")
+
+
+def run_parts(source, names, where):
+    """Run `source` in a namespace of its own and return its `names` (one object, or a tuple)."""
     import linecache
-    source, where = part_source(notebook, names), f"{notebook} (the parts read from it)"
     linecache.cache[where] = (len(source), None, source.splitlines(True), where)  # for tracebacks
-    space = {"__name__": "__main__"}  # as if defined in this notebook: torch.save can pickle them
+    space = {"__name__": "__main__"}  # as if defined in the notebook: torch.save can pickle them
     exec(compile(source, where, "exec"), space)
     parts = tuple(space[name] for name in names)
     return parts[0] if len(parts) == 1 else parts

@@ -68,6 +68,32 @@ def check_module(section):
     return importlib.import_module(f"grader.checks.{found.group(1)}")
 
 
+PARTS_TAG = "earlier-parts"  # the cell of a later notebook that loads parts of earlier ones
+
+
+def is_parts_cell(cell):
+    return cell.cell_type == "code" and PARTS_TAG in cell.metadata.get("tags", [])
+
+
+@functools.cache
+def course_parts(section):
+    """The code the grader runs in place of the section's earlier-parts cell, whatever the student
+    wrote there: the course's own definitions of what the cell loads, from the solutions. Each
+    line `A, B = load_parts("01-heads", "A", "B")` of that cell (in the solutions) becomes
+    `A, B = run_parts(<the code of A and B in solutions/01-heads>, ...)`."""
+    from ticketnet import part_source
+    notebook = nbformat.read(solution_notebook(section), as_version=4)
+    lines = ["from ticketnet import run_parts"]
+    for cell in filter(is_parts_cell, notebook.cells):
+        for statement in ast.parse(cell.source).body:
+            call = statement.value
+            earlier, *names = [ast.literal_eval(a) for a in call.args]
+            code = part_source(solution_notebook(earlier), names)
+            lines.append(f"{ast.unparse(statement.targets[0])} = run_parts({code!r}, {tuple(names)!r}, "
+                         f"{'the course ' + earlier!r})")
+    return "\n".join(lines)
+
+
 def parse(source):
     """[(check name, the student's name, positional literals, keyword literals)] of a check cell."""
     calls = []
@@ -153,6 +179,11 @@ def _execute_preprocessor():
             return reply
 
         def preprocess_cell(self, cell, resources, index):
+            if is_parts_cell(cell):  # runs the course's parts; the feedback shows the student's cell
+                own, cell.source = cell.source, course_parts(resources["nbgrader"]["assignment"])
+                cell, resources = super().preprocess_cell(cell, resources, index)
+                cell.source = own
+                return cell, resources
             cell, resources = super().preprocess_cell(cell, resources, index)
             if is_check_cell(cell):
                 info = resources["nbgrader"]

@@ -698,3 +698,73 @@ def test_plots_draw_into_a_given_axes_and_leave_out_a_missing_title(plt):
     ax = plt.subplots()[1]
     assert tn.plot_curves({"a": [{"epoch": 1, "valid_acc": 0.5}]}, ax=ax) is ax
     assert tn.plot_accuracies({"a": 0.5}, ax=plt.subplots()[1]).get_title() == ax.get_title() == ""
+
+
+# --- parts from earlier notebooks ------------------------------------------------------------
+
+def _notebook(folder, section, *cells):
+    """folder/section/section.ipynb with these code cells."""
+    import nbformat
+    path = folder / section / f"{section}.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    return path
+
+
+EARLIER = (
+    "%matplotlib inline",  # IPython syntax: skipped, never run
+    "import math\nfrom torch import nn\nimport torch.nn.functional as F",
+    "WIDTH = 4\nrows = open('a file that does not exist').read()  # data: never run",
+    'def helper(x):\n    ### BEGIN SOLUTION\n    return F.relu(x) * WIDTH\n    ### END SOLUTION',
+    "def helper(x):  # the student's second try: the one the notebook runs last\n    return F.relu(x) * WIDTH + 1",
+    "class Part(nn.Module):\n    def forward(self, x):\n        return helper(x) + math.pi",
+    "def unrelated():\n    return undefined_name",
+    "raise SystemExit('a cell that must never run')",
+)
+
+
+def test_part_source_holds_what_the_names_need_in_notebook_order_and_nothing_else(tmp_path):
+    source = tn.part_source(_notebook(tmp_path, "01-heads", *EARLIER), ["Part"])
+    assert source == ("import math\n\nfrom torch import nn\n\nimport torch.nn.functional as F\n\nWIDTH = 4\n\n"
+                      "def helper(x):  # the student's second try: the one the notebook runs last\n"
+                      "    return F.relu(x) * WIDTH + 1\n\n"
+                      "class Part(nn.Module):\n    def forward(self, x):\n        return helper(x) + math.pi\n")
+
+
+def test_nbgrader_markers_are_left_out_of_the_parts(tmp_path):
+    source = tn.part_source(_notebook(tmp_path, "01-heads", *EARLIER[:4]), ["helper"])
+    assert "### " not in source and "return F.relu(x) * WIDTH\n" in source
+
+
+def test_load_parts_runs_the_students_own_definitions_from_the_folder_above(tmp_path, monkeypatch):
+    _notebook(tmp_path, "01-heads", *EARLIER)
+    (tmp_path / "05-block").mkdir()
+    monkeypatch.chdir(tmp_path / "05-block")
+    Part, helper = tn.load_parts("01-heads", "Part", "helper")
+    assert Part()(torch.tensor([-1.0, 2.0])).tolist() == pytest.approx([1 + math.pi, 9 + math.pi])
+    assert helper(torch.tensor(1.0)).item() == 5.0
+    assert Part.__module__ == "__main__"  # pickled by name, as a class of the notebook would be
+    assert tn.load_parts("01-heads", "WIDTH", folder=tmp_path) == 4
+
+
+def test_a_traceback_through_a_part_shows_the_line_of_the_part(tmp_path):
+    import traceback
+    _notebook(tmp_path, "01-heads", "def broken(x):\n    return x / 0")
+    broken = tn.load_parts("01-heads", "broken", folder=tmp_path)
+    with pytest.raises(ZeroDivisionError) as caught:
+        broken(1)
+    assert "return x / 0" in "".join(traceback.format_tb(caught.tb))
+
+
+def test_a_missing_notebook_says_to_paste_the_parts_instead(tmp_path):
+    with pytest.raises(tn.PartError, match=r"no notebook .*01-heads\.ipynb.*paste your code of MultiHead"):
+        tn.load_parts("01-heads", "MultiHead", folder=tmp_path)
+
+
+@pytest.mark.parametrize("name", ["Missing", "rows", "unrelated"], ids=["never defined", "data, not a constant",
+                                                                          "reads a name never defined"])
+def test_a_name_the_notebook_does_not_define_is_named(tmp_path, name):
+    notebook = _notebook(tmp_path, "01-heads", *EARLIER)
+    missing = "undefined_name" if name == "unrelated" else name
+    with pytest.raises(tn.PartError, match=rf"01-heads\.ipynb defines no `{missing}`"):
+        tn.part_source(notebook, [name])
