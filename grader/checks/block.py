@@ -1,26 +1,37 @@
-"""Checks of section 5, the pre-norm block: `Block(d_model, heads, d_ff)` and `to_reference(block)`.
+"""Checks of section 5, the pre-norm block built from the course's own parts: `Block(d_model, heads,
+d_ff)`, `to_reference(block)` and `PostNormBlock`.
+
+A block's children are `norm1` and `norm2` (nn.LayerNorm), `attn`, section 1's `MultiHead` (the
+nn.Linear children q, k, v and out; forward(h, mask) with a mask of shape (b, 1, 1, s), True at
+the pads) and `ffn`, section 4's `FeedForward` (two nn.Linear, d_model -> d_ff -> d_model, a ReLU
+between). In the notebook the two classes are the student's own, read by `load_parts`; when
+grading they are the course's, so a mistake left in section 1 or 4 costs nothing here.
 
 What they prove:
 
-- `block(Block)`: the children are the four PyTorch parts the section names, 49,984 parameters at
-  (64, 4, 256); a ticket's output does not depend on the other tickets of its batch (the
-  `batch_first` mistake); the output equals, at every real position, that of an
-  `nn.TransformerEncoderLayer(norm_first=True, batch_first=True, dropout=0)` which this check
-  builds ITSELF from the block's children, with `src_key_padding_mask`. The student's
-  `to_reference` is never used here, so a wrong `to_reference` cannot fail `Block`.
-- `to_reference(to_reference)`: on a block built here, with seeded random weights (LayerNorm
-  weights and biases included, every part different from the others, so that swapping norm1 and
-  norm2 or linear1 and linear2 changes the numbers), the returned layer is pre-norm, batch-first,
-  without active dropout, holds the block's weights in the right places, and computes the block's
-  function.
+- `block(Block)`: the four children and the head count kept as `heads`, 49,984 parameters at
+  (64, 4, 256); `attn` and `ffn` compute
+  what PyTorch's layers compute (when they do not, the message points at section 1 or 4, not at the
+  block); the input is left alone; a ticket's output does not depend on its neighbours; and the
+  output equals, at every real position, that of an `nn.TransformerEncoderLayer(norm_first=True,
+  batch_first=True, dropout=0)` that this check builds ITSELF from the block's children (q, k and v
+  stacked into in_proj), with `src_key_padding_mask`. The student's `to_reference` is never used
+  here, so a wrong `to_reference` cannot fail `Block`.
+- `to_reference(to_reference)`: on a block built here from the check's own parts, with seeded
+  random weights (the norms too, every part different from the others, so that swapping norm1 and
+  norm2, linear1 and linear2, or two of q, k and v changes the numbers), the returned layer is
+  pre-norm, batch-first, without active dropout, holds each weight in its place and computes the
+  block's function.
+- `post_norm_block(PostNormBlock)`: a subclass of the student's Block whose forward is post-norm
+  equals `nn.TransformerEncoderLayer(norm_first=False)` holding its weights.
 
 Why only real positions are compared: the vector at a pad position is never read afterwards (pad
 keys are masked, and pooling skips pads), PyTorch's fused fast path is free to compute it
 differently, and a correct block may leave anything there. What matters is every real token.
 
-When the output is wrong, the check tries the usual mistakes on the same weights (post-norm, a
-missing or misplaced residual, the mask ignored or inverted, the norms swapped, no ReLU) and names
-the combination that reproduces the student's numbers.
+When the output is wrong, the check tries the usual mistakes on the same weights (the other norm
+order, a missing or misplaced residual, the mask ignored or inverted, the norms swapped, no ReLU)
+and names the combination that reproduces the student's numbers.
 """
 
 import itertools
@@ -28,33 +39,59 @@ import itertools
 import torch
 from torch import nn
 
-from grader.checks import call, expect, expect_shape, passed, task
+from grader.checks import attention_twin, call, expect, expect_shape, passed, task
 
 ATOL = 1e-5
 RTOL = 1e-4
 CHILDREN = ("norm1", "attn", "norm2", "ffn")
+PROJECTIONS = ("q", "k", "v")
+
+
+# ---------------------------------------------------------------------------------------------
+# The check's own parts, for testing to_reference (the course's MultiHead and FeedForward)
+# ---------------------------------------------------------------------------------------------
+
+class _MultiHead(nn.Module):
+    def __init__(self, d_model, heads):
+        super().__init__()
+        self.q, self.k, self.v, self.out = (nn.Linear(d_model, d_model) for _ in range(4))
+        self.heads = heads
+
+    def forward(self, h, mask=None):
+        key_pad = None if mask is None else mask[:, 0, 0, :]
+        return attention_twin(self, self.heads)(h, h, h, key_padding_mask=key_pad, need_weights=False)[0]
+
+
+class _FeedForward(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.up = nn.Linear(d_model, d_ff)
+        self.down = nn.Linear(d_ff, d_model)
+
+    def forward(self, h):
+        return self.down(torch.relu(self.up(h)))
+
+
+class _Block(nn.Module):
+    """The check's own correct pre-norm block."""
+
+    def __init__(self, d_model, heads, d_ff):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d_model)
+        self.attn = _MultiHead(d_model, heads)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.ffn = _FeedForward(d_model, d_ff)
+        self.heads = heads
+
+    def forward(self, h, pad=None):
+        mask = None if pad is None else pad[:, None, None, :]
+        h = h + self.attn(self.norm1(h), mask)
+        return h + self.ffn(self.norm2(h))
 
 
 # ---------------------------------------------------------------------------------------------
 # Building blocks of the checks
 # ---------------------------------------------------------------------------------------------
-
-class _Block(nn.Module):
-    """The check's own correct pre-norm block, for testing `to_reference`."""
-
-    def __init__(self, d_model, heads, d_ff):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(d_model)  # rescales each token before attention
-        self.attn = nn.MultiheadAttention(d_model, heads, dropout=0.0, batch_first=True)
-        self.norm2 = nn.LayerNorm(d_model)  # and again before the feed-forward layer
-        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff),  # widen each token,
-                                 nn.ReLU(), nn.Linear(d_ff, d_model))  # bend, narrow back
-
-    def forward(self, h, pad=None):
-        x = self.norm1(h)
-        h = h + self.attn(x, x, x, key_padding_mask=pad, need_weights=False)[0]
-        return h + self.ffn(self.norm2(h))
-
 
 @task
 def expected_counts(d_model, d_ff):
@@ -77,6 +114,7 @@ def _randomize_norms(block, generator):
 
 
 def _linears(ffn):
+    """The feed-forward network's two nn.Linear, in the order they were registered."""
     return [m for m in ffn.modules() if isinstance(m, nn.Linear)]
 
 
@@ -110,16 +148,15 @@ def _gap_at_real(a, b, pad):
 
 
 @task
-def reference_layer(block):
+def reference_layer(block, heads, norm_first=True):
     """An nn.TransformerEncoderLayer built here from the block's own children (not the student's
-    to_reference): pre-norm, batch-first, no dropout, eval mode."""
-    attn = block.attn
+    to_reference): batch-first, no dropout, eval mode; pre-norm unless norm_first=False."""
     first, second = _linears(block.ffn)
-    layer = nn.TransformerEncoderLayer(attn.embed_dim, attn.num_heads, first.out_features,
-                                       dropout=0.0, batch_first=True, norm_first=True,
+    layer = nn.TransformerEncoderLayer(first.in_features, heads, first.out_features, dropout=0.0,
+                                       batch_first=True, norm_first=norm_first,
                                        layer_norm_eps=block.norm1.eps)
     with torch.no_grad():
-        layer.self_attn.load_state_dict(attn.state_dict())
+        layer.self_attn.load_state_dict(attention_twin(block.attn, heads).state_dict())
         layer.linear1.load_state_dict(first.state_dict())
         layer.linear2.load_state_dict(second.state_dict())
         layer.norm1.load_state_dict(block.norm1.state_dict())
@@ -132,39 +169,33 @@ def reference_layer(block):
 # ---------------------------------------------------------------------------------------------
 
 STEPS = ("the attention step", "the feed-forward step")
-STEP_HINTS = {
-    "post": "{step} puts the norm after the addition (post-norm: h = norm(h + part(h))), where "
-            "pre-norm normalizes first and adds to the raw stream: h = h + part(norm(h))",
-    "none": "{step} does not add its input back (missing residual: h = part(norm(h))); "
-            "write h = h + part(norm(h))",
-    "normed": "{step} adds the normalized h (norm(h) + part(norm(h))): the residual must "
-              "carry the un-normalized h, h = h + part(norm(h))",
+MODES = {  # how one step of a block combines its part, its norm and the stream h
+    "pre": "adds part(norm(h)) to the raw h (pre-norm: h = h + part(norm(h)))",
+    "post": "normalizes the sum (post-norm: h = norm(h + part(h)))",
+    "none": "does not add its input back (missing residual: h = part(norm(h)))",
+    "normed": "adds the normalized h (norm(h) + part(norm(h))), where the residual carries the "
+              "un-normalized h",
 }
 OTHER_HINTS = {
-    "ignored": "the padding mask is not used: pass key_padding_mask=pad to attn, so that real "
-               "tokens do not read the pads",
-    "inverted": "the padding mask is inverted: key_padding_mask must be True at the pads (pad), "
-                "not at the real tokens (~pad)",
-    "swapped": "norm1 and norm2 are swapped: norm1 goes before the attention, norm2 before the "
-               "feed-forward network",
+    "ignored": "the padding mask is not used: pass the mask on to attn, so that real tokens do not "
+               "read the pads",
+    "inverted": "the padding mask is inverted: the mask must be True at the pads (pad), not at the "
+                "real tokens (~pad)",
+    "swapped": "norm1 and norm2 are swapped: norm1 belongs to the attention step, norm2 to the "
+               "feed-forward step",
     "no_relu": "the feed-forward network has no ReLU between its two Linear layers",
 }
 
 
-def _attend(attn, x, pad):
-    if attn.batch_first:
-        return attn(x, x, x, key_padding_mask=pad, need_weights=False)[0]
-    y = x.transpose(0, 1)
-    return attn(y, y, y, key_padding_mask=pad, need_weights=False)[0].transpose(0, 1)
-
-
-def _variant(block, h, pad, first="pre", second="pre", mask="right", swapped=False, relu=True):
+def _variant(block, twin, h, pad, first="pre", second="pre", mask="right", swapped=False, relu=True):
+    """The block's function with its own weights, arranged as given: `twin` is its attention as
+    nn.MultiheadAttention (attention_twin)."""
     norm_a, norm_f = (block.norm2, block.norm1) if swapped else (block.norm1, block.norm2)
     lin1, lin2 = _linears(block.ffn)
     key_pad = {"right": pad, "ignored": None, "inverted": None if pad is None else ~pad}[mask]
 
     def attention(x):
-        return _attend(block.attn, x, key_pad)
+        return twin(x, x, x, key_padding_mask=key_pad, need_weights=False)[0]
 
     def feed_forward(x):
         hidden = lin1(x)
@@ -183,15 +214,16 @@ def _variant(block, h, pad, first="pre", second="pre", mask="right", swapped=Fal
     return step(h, feed_forward, norm_f, second)
 
 
-def _diagnose(block, h, pad, out):
-    """Hints naming the mistakes whose combination reproduces `out`, or None."""
-    modes = ("pre", "post", "none", "normed")
+def _diagnose(block, twin, h, pad, out, order="pre"):
+    """Hints naming the mistakes whose combination reproduces `out` in a block meant to be `order`
+    ("pre" or "post") in both steps, or None."""
+    modes = (order, *(m for m in MODES if m != order))
     grid = itertools.product(modes, modes, ("right", "ignored", "inverted"), (False, True), (True, False))
-    grid = sorted(grid, key=lambda g: (g[0] != "pre") + (g[1] != "pre") + (g[2] != "right") + g[3] + (not g[4]))
+    grid = sorted(grid, key=lambda g: (g[0] != order) + (g[1] != order) + (g[2] != "right") + g[3] + (not g[4]))
     found = None
     for first, second, mask, swapped, relu in grid[1:]:  # grid[0] is the right block
         try:
-            candidate = _variant(block, h, pad, first, second, mask, swapped, relu)
+            candidate = _variant(block, twin, h, pad, first, second, mask, swapped, relu)
         except Exception:  # noqa: BLE001 - a variant that cannot run is simply not the answer
             continue
         if torch.isfinite(candidate[~pad]).all() and _close_at_real(out, candidate, pad):
@@ -200,12 +232,10 @@ def _diagnose(block, h, pad, out):
     if found is None:
         return None
     first, second, mask, swapped, relu = found
-    hints = []
-    if first == second != "pre":
-        hints.append(STEP_HINTS[first].format(step="each step (attention and feed-forward)"))
+    if first == second != order:
+        hints = [f"each step (attention and feed-forward) {MODES[first]}"]
     else:
-        hints += [STEP_HINTS[mode].format(step=name) for name, mode in zip(STEPS, (first, second))
-                  if mode != "pre"]
+        hints = [f"{name} {MODES[mode]}" for name, mode in zip(STEPS, (first, second)) if mode != order]
     if mask != "right":
         hints.append(OTHER_HINTS[mask])
     if swapped:
@@ -219,33 +249,25 @@ def _diagnose(block, h, pad, out):
 # Block
 # ---------------------------------------------------------------------------------------------
 
-def _structure(block, d_model, heads, d_ff):
-    for name in CHILDREN:
-        expect(isinstance(getattr(block, name, None), nn.Module),
-               f"Block has no child module `{name}`: create self.norm1, self.attn, self.norm2 and "
+def _structure(block, d_model, d_ff, name="Block"):
+    for child in CHILDREN:
+        expect(isinstance(getattr(block, child, None), nn.Module),
+               f"{name} has no child module `{child}`: create self.norm1, self.attn, self.norm2 and "
                "self.ffn in __init__ (after super().__init__())")
-    for name in ("norm1", "norm2"):
-        norm = getattr(block, name)
+    for child in ("norm1", "norm2"):
+        norm = getattr(block, child)
         expect(isinstance(norm, nn.LayerNorm) and tuple(norm.normalized_shape) == (d_model,),
-               f"block.{name} should be nn.LayerNorm({d_model}), got {norm}")
-    attn = block.attn
-    expect(isinstance(attn, nn.MultiheadAttention),
-           f"block.attn should be nn.MultiheadAttention({d_model}, {heads}, batch_first=True, "
-           f"dropout=0), got {type(attn).__name__}")
-    expect(attn.embed_dim == d_model and attn.num_heads == heads,
-           f"block.attn has embed_dim {attn.embed_dim} and {attn.num_heads} heads, expected "
-           f"{d_model} and {heads}: build it as nn.MultiheadAttention(d_model, heads, ...)")
-    expect(attn.dropout == 0, f"block.attn has dropout {attn.dropout}; the block has no dropout "
-           "(dropout=0), so that it is one fixed function the reference can match")
+               f"block.{child} should be nn.LayerNorm({d_model}), got {norm}")
+    for projection in (*PROJECTIONS, "out"):
+        linear = getattr(block.attn, projection, None)
+        expect(isinstance(linear, nn.Linear) and (linear.in_features, linear.out_features) == (d_model, d_model),
+               f"block.attn should be MultiHead({d_model}, heads) from section 1, with nn.Linear({d_model}, "
+               f"{d_model}) children q, k, v and out; its `{projection}` is {linear}")
     linears = _linears(block.ffn)
-    expect(len(linears) == 2, f"block.ffn should hold two nn.Linear layers (d_model -> d_ff, "
-           f"d_ff -> d_model) with a ReLU between, found {len(linears)} Linear layers")
-    first, second = linears
-    expect((first.in_features, first.out_features, second.in_features, second.out_features)
-           == (d_model, d_ff, d_ff, d_model),
-           f"block.ffn's Linear layers are {first.in_features}->{first.out_features} and "
-           f"{second.in_features}->{second.out_features}, expected {d_model}->{d_ff} and "
-           f"{d_ff}->{d_model}")
+    sizes = [(m.in_features, m.out_features) for m in linears]
+    expect(sizes == [(d_model, d_ff), (d_ff, d_model)],
+           f"block.ffn should be FeedForward({d_model}, {d_ff}) from section 4: nn.Linear({d_model}, {d_ff}), "
+           f"then nn.Linear({d_ff}, {d_model}); its Linear layers map {sizes} (in, out)")
 
 
 def _count(block, d_model, d_ff):
@@ -258,65 +280,100 @@ def _count(block, d_model, d_ff):
            "or a bias switched off, change the count.")
 
 
+def _parts_work(block, twin, x, pad):
+    """The block's attention and feed-forward network compute PyTorch's functions: otherwise the
+    mistake is in section 1 or 4, and the message says so instead of blaming the block."""
+    got = call(_named(block.attn, "block.attn"), x, pad[:, None, None, :])
+    want = twin(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+    expect(isinstance(got, torch.Tensor) and got.shape == want.shape and _close_at_real(got, want, pad),
+           "block.attn, your MultiHead from section 1, does not compute what nn.MultiheadAttention "
+           "holding its weights computes. The block is checked with it, so fix MultiHead first: its "
+           "check in 01-heads names the mistake. Save that notebook and run the load_parts cell here "
+           "again. (The autograder grades this block with the course's own MultiHead.)")
+    first, second = _linears(block.ffn)
+    got = call(_named(block.ffn, "block.ffn"), x)
+    expect(isinstance(got, torch.Tensor) and got.shape == x.shape
+           and torch.allclose(got, second(torch.relu(first(x))), atol=ATOL, rtol=RTOL),
+           "block.ffn, your FeedForward from section 4, does not compute Linear -> ReLU -> Linear. Fix "
+           "it first: its check in 04-residuals names the mistake; save that notebook and run the "
+           "load_parts cell here again. (The autograder grades this block with the course's own.)")
+
+
+def _build(cls, name, d_model, heads, d_ff, seed):
+    """The student's block built and checked part by part, its norms randomized, in eval mode,
+    with the twin of its attention and a batch of inputs."""
+    torch.manual_seed(seed)
+    model = call(cls, d_model, heads, d_ff)
+    expect(isinstance(model, nn.Module), f"{name}(...) should be an nn.Module, got {type(model).__name__}")
+    _structure(model, d_model, d_ff, name)
+    expect(getattr(model, "heads", None) == heads,
+           f"{name}({d_model}, {heads}, {d_ff}).heads is {getattr(model, 'heads', 'missing')}: keep the head "
+           "count as self.heads; no weight's shape shows it, and to_reference needs it")
+    generator = torch.Generator().manual_seed(seed)
+    _randomize_norms(model, generator)
+    return model.eval(), generator
+
+
 @task
 def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
     """Check the student's Block class; see the module docstring for what it proves."""
-    torch.manual_seed(seed)
-    model = call(Block, d_model, heads, d_ff)
-    expect(isinstance(model, nn.Module), f"Block(...) should be an nn.Module, got {type(model).__name__}")
-    _structure(model, d_model, heads, d_ff)
+    model, generator = _build(Block, "Block", d_model, heads, d_ff, seed)
     _count(model, d_model, d_ff)
-    generator = torch.Generator().manual_seed(seed)
-    _randomize_norms(model, generator)
-    model.eval()
     forward = _named(model, "block")
+    twin = attention_twin(model.attn, heads)
     x, pad = _inputs(batch, seq, d_model, generator, every_row_padded=True)
 
     with torch.no_grad():
+        _parts_work(model, twin, x, pad)
+
         # 1. Shape, default pad=None, and the input left alone.
         kept = x.clone()
-        out = call(forward, x)
+        try:
+            out = call(forward, x)
+        except AssertionError as error:
+            if "NoneType" not in str(error):
+                raise
+            raise AssertionError(f"{error}. block(h) without pad must work too: pad=None means no "
+                                 "padding, so pass mask=None on to attn") from None
         expect_shape(out, (batch, seq, d_model), "block(h) for h of shape (batch, seq, d_model)")
         expect(torch.equal(x, kept), "block(h) changed its input tensor h in place (`h += ...` "
                "on the caller's tensor); write h = h + ... so that a new tensor is made")
 
-        # 2. A ticket's output does not depend on its neighbours (batch_first).
+        # 2. A ticket's output does not depend on its neighbours.
         others = x.clone()
         others[1:] = torch.randn(others[1:].shape, generator=generator)
         alone = call(forward, others)
         expect(torch.allclose(out[0], alone[0], atol=ATOL, rtol=RTOL),
                "ticket 0's output changed when only the OTHER tickets of its batch changed: the "
-               "tickets of one batch are mixed. Did you build nn.MultiheadAttention without "
-               "batch_first=True? Then it reads (batch, seq, d_model) as (seq, batch, d_model) and "
-               "attends across the tickets of the batch instead of across the words of a ticket.")
+               "tickets of one batch are mixed. Does forward transpose h, or average over dim 0?")
 
         # 3. Equal to PyTorch's layer, with the padding mask, at every real position.
-        reference = reference_layer(model)
+        reference = reference_layer(model, heads)
         out = call(forward, x, pad)
         expect_shape(out, (batch, seq, d_model), "block(h, pad)")
         expect(torch.isfinite(out[~pad]).all(), "block(h, pad) returned NaN or inf at real "
                "positions: is the mask inverted, or were the weights changed?")
         want = reference(x, src_key_padding_mask=pad)
         if not _close_at_real(out, want, pad):
-            gap = _gap_at_real(out, want, pad)
-            hint = _diagnose(model, x, pad, out)
+            hint = _diagnose(model, twin, x, pad, out)
             raise AssertionError(
                 f"block(h, pad) differs from nn.TransformerEncoderLayer(norm_first=True, "
-                f"batch_first=True, dropout=0) holding your block's weights by up to {gap:.3g} at "
-                "the real positions. " + (f"Your numbers are what you get when {hint}." if hint else
-                "Pre-norm is h = h + attn(norm1(h)) with key_padding_mask=pad, then "
-                "h = h + ffn(norm2(h))."))
+                f"batch_first=True, dropout=0) holding your block's weights by up to "
+                f"{_gap_at_real(out, want, pad):.3g} at the real positions. "
+                + (f"Your numbers are what you get when {hint}." if hint else
+                   "Pre-norm runs attention on norm1(h) with the padding mask and adds the result "
+                   "to h, then the feed-forward network on norm2(h), added to h again."))
 
         # 4. Tickets without padding, tickets of two real tokens, and neighbours with other pads.
         x2, pad2 = _inputs(batch, seq, d_model, generator, every_row_padded=False)
         out2 = call(forward, x2, pad2)
         expect(torch.isfinite(out2[~pad2]).all(),
                "block(h, pad) returned NaN for a ticket without any padding: every key of that "
-               "ticket was masked. key_padding_mask must be True at the pads (pad), not ~pad.")
-        expect(_close_at_real(out2, reference(x2, src_key_padding_mask=pad2), pad2),
-               f"block(h, pad) differs from the reference by up to "
-               f"{_gap_at_real(out2, reference(x2, src_key_padding_mask=pad2), pad2):.3g} on a "
-               "batch with unpadded tickets")
+               "ticket was masked. The mask must be True at the pads (pad), not ~pad.")
+        want2 = reference(x2, src_key_padding_mask=pad2)
+        expect(_close_at_real(out2, want2, pad2),
+               f"block(h, pad) differs from the reference by up to {_gap_at_real(out2, want2, pad2):.3g} "
+               "on a batch with unpadded tickets")
         mixed, mixed_pad = x2.clone(), pad2.clone()
         mixed[1:] = torch.randn(mixed[1:].shape, generator=generator)
         mixed_pad[1:] = mixed_pad[1:].flip(0)
@@ -324,8 +381,8 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
         real0 = ~pad2[0]
         expect(torch.allclose(out2[0][real0], moved[0][real0], atol=ATOL, rtol=RTOL),
                "ticket 0's output changed when only the other tickets (and their padding) changed: "
-               "the tickets of one batch are mixed. Check batch_first=True and the mask's shape "
-               "(batch, seq).")
+               "the tickets of one batch are mixed. Check the mask's shape: (batch, 1, 1, seq), "
+               "one row of keys per ticket.")
 
         # 5. Without a mask, equal to the reference without a mask.
         expect(_close_at_real(call(forward, x), reference(x), None),
@@ -342,27 +399,49 @@ def _same(a, b):
     return a.shape == b.shape and torch.allclose(a, b)
 
 
+def _in_proj_problem(layer, source):
+    """What is wrong with the layer's in_proj (q, k and v stacked) and out_proj, or None."""
+    attn = layer.self_attn
+    d = attn.embed_dim
+    rows = {name: getattr(source.attn, name) for name in PROJECTIONS}
+    weight, bias = attn.in_proj_weight, attn.in_proj_bias
+    if weight is None or weight.shape != (3 * d, d):
+        return (f"the layer's self_attn.in_proj_weight is {None if weight is None else tuple(weight.shape)}: "
+                f"it should stack the block's q, k and v weights into one ({3 * d}, {d}) tensor")
+    if not _same(weight, torch.cat([rows[name].weight for name in PROJECTIONS])):
+        for order in itertools.permutations(PROJECTIONS):
+            if _same(weight, torch.cat([rows[name].weight for name in order])):
+                return (f"self_attn.in_proj_weight stacks the weights in the order {', '.join(order)}: "
+                        "PyTorch reads rows 0 to d-1 as the queries, d to 2d-1 as the keys and 2d to "
+                        "3d-1 as the values, so stack q, k, v")
+        return ("self_attn.in_proj_weight does not hold the block's q, k and v weights: stack "
+                "block.attn.q.weight, block.attn.k.weight and block.attn.v.weight along dim 0")
+    if not _same(bias, torch.cat([rows[name].bias for name in PROJECTIONS])):
+        if bias.abs().max() == 0:
+            return ("self_attn.in_proj_bias is still all zeros: the biases of q, k and v go there, "
+                    "stacked in the same order as the weights")
+        return "self_attn.in_proj_bias should stack the biases of q, k and v, in the order of the weights"
+    out = source.attn.out
+    if not (_same(attn.out_proj.weight, out.weight) and _same(attn.out_proj.bias, out.bias)):
+        return "the layer's self_attn.out_proj does not hold the block's attn.out: copy it in"
+    return None
+
+
 def _weights_in_place(layer, source):
     """Name the first weight of the layer that is not the block's, and where it came from."""
     lin1, lin2 = _linears(source.ffn)
     pairs = {"norm1": (layer.norm1, source.norm1, source.norm2, "norm2"),
              "norm2": (layer.norm2, source.norm2, source.norm1, "norm1"),
-             "linear1": (layer.linear1, lin1, lin2, "linear2 (ffn[2])"),
-             "linear2": (layer.linear2, lin2, lin1, "linear1 (ffn[0])")}
+             "linear1": (layer.linear1, lin1, lin2, "the second Linear (ffn.down)"),
+             "linear2": (layer.linear2, lin2, lin1, "the first Linear (ffn.up)")}
     for name, (mine, right, other, other_name) in pairs.items():
         if all(_same(getattr(mine, p), getattr(right, p)) for p in ("weight", "bias")):
             continue
         if all(_same(getattr(mine, p), getattr(other, p)) for p in ("weight", "bias")):
-            return (f"the layer's {name} holds the block's {other_name.split()[0]} weights: "
-                    f"{name} and {other_name.split()[0]} are swapped (copy block.norm1 -> norm1, "
-                    "block.norm2 -> norm2, ffn[0] -> linear1, ffn[2] -> linear2)")
+            return (f"the layer's {name} holds the block's {other_name}: copy block.norm1 -> norm1, "
+                    "block.norm2 -> norm2, ffn.up -> linear1, ffn.down -> linear2")
         return f"the layer's {name} does not hold the block's weights: copy them in"
-    theirs, ours = layer.self_attn.state_dict(), source.attn.state_dict()
-    for key, value in ours.items():
-        if key not in theirs or not _same(theirs[key], value):
-            return (f"the layer's self_attn.{key} is not the block's attn.{key}: load "
-                    "block.attn.state_dict() into layer.self_attn")
-    return None
+    return _in_proj_problem(layer, source)
 
 
 @task
@@ -397,8 +476,8 @@ def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, see
            and layer.linear1.out_features == d_ff,
            f"the layer has d_model {layer.self_attn.embed_dim}, {layer.self_attn.num_heads} heads and "
            f"dim_feedforward {layer.linear1.out_features}; the block has {d_model}, {heads} and "
-           f"{d_ff}: read them from block.attn.embed_dim, block.attn.num_heads and "
-           "block.ffn[0].out_features")
+           f"{d_ff}: read them from the block (the width of its projections, block.heads, the "
+           "width of ffn's first Linear)")
     problem = _weights_in_place(layer, source)
     expect(problem is None, f"{problem}." if problem else "")
     got = layer(x, src_key_padding_mask=pad)  # with gradients on: the layer's plain path
@@ -413,4 +492,36 @@ def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, see
            "under torch.no_grad() the layer differs from the block at the real positions")
     expect(torch.equal(again, want), "to_reference changed the block it was given: copy its "
            "weights into the new layer, do not modify the block")
+    passed()
+
+
+# ---------------------------------------------------------------------------------------------
+# PostNormBlock
+# ---------------------------------------------------------------------------------------------
+
+@task
+def post_norm_block(PostNormBlock, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
+    """Check the student's post-norm block against nn.TransformerEncoderLayer(norm_first=False)."""
+    model, generator = _build(PostNormBlock, "PostNormBlock", d_model, heads, d_ff, seed)
+    forward = _named(model, "post_norm_block")
+    twin = attention_twin(model.attn, heads)
+    reference = reference_layer(model, heads, norm_first=False)
+    with torch.no_grad():
+        for every_row_padded in (True, False):
+            x, pad = _inputs(batch, seq, d_model, generator, every_row_padded)
+            out = call(forward, x, pad)
+            expect_shape(out, (batch, seq, d_model), "post_norm_block(h, pad)")
+            want = reference(x, src_key_padding_mask=pad)
+            if not _close_at_real(out, want, pad):
+                hint = _diagnose(model, twin, x, pad, out, order="post")
+                raise AssertionError(
+                    f"post_norm_block(h, pad) differs from nn.TransformerEncoderLayer(norm_first=False, "
+                    f"batch_first=True, dropout=0) holding its weights by up to {_gap_at_real(out, want, pad):.3g} "
+                    "at the real positions. " + (f"Your numbers are what you get when {hint}." if hint else
+                                                 "Post-norm adds each part's output to h, then normalizes "
+                                                 "the sum: norm1 after attention, norm2 after the "
+                                                 "feed-forward network."))
+        expect(_close_at_real(call(forward, x), reference(x), None),
+               "post_norm_block(h) without pad differs from the reference without a mask: pad=None "
+               "should mean that no key is masked")
     passed()

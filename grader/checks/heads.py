@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from grader.checks import call, expect, expect_close, expect_shape, passed, task
+from grader.checks import attention_twin, call, expect, expect_close, expect_shape, passed, task
 from ticketnet import PAD, UNK
 
 _TRANSPOSE_HINT = ("did you `view` (or `reshape`) straight to (b, heads, s, dh) without `transpose`? "
@@ -206,17 +206,6 @@ def _diagnose(layer, h, mask, heads, out):
     return None
 
 
-def _copy_into_reference(layer, d_model, heads):
-    twin = nn.MultiheadAttention(d_model, heads, batch_first=True)
-    stacked = [torch.cat([layer.q.weight, layer.k.weight, layer.v.weight]),  # (3d, d): q, k, v rows
-               torch.cat([layer.q.bias, layer.k.bias, layer.v.bias])]
-    with torch.no_grad():
-        for target, source in zip((twin.in_proj_weight, twin.in_proj_bias, twin.out_proj.weight,
-                                   twin.out_proj.bias), (*stacked, layer.out.weight, layer.out.bias)):
-            target.copy_(source)
-    return twin.train()  # training mode (dropout is 0): the plain path, every position computed
-
-
 @task
 def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_heads=5):
     """The whole layer: children, parameter count, shape, every word read, nn.MultiheadAttention,
@@ -257,7 +246,7 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
                                  "the output tensor (b, s, d_model), without the attention weights")
         expect_shape(out, (b, s, d_model), f"{name}(h, mask) with h of shape {(b, s, d_model)}")
 
-        reference = _copy_into_reference(layer, d_model, heads)
+        reference = attention_twin(layer, heads)
         expected, _ = reference(h, h, h, key_padding_mask=pad, need_weights=False)
         agrees = out.shape == expected.shape and torch.allclose(out, expected, atol=1e-5, rtol=1e-4)
         known = None if agrees else _diagnose(layer, h, mask, heads, out)
