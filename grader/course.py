@@ -17,6 +17,15 @@ SECTIONS = ("01-heads", "02-positions", "03-norms", "04-residuals", "05-block",
             "06-tiny-transformer", "07-banking77")
 
 
+# The tag of the cell of a later notebook that loads parts of earlier ones (ticketnet.load_parts):
+# when grading, the course's own parts run in its place (grader.judge.course_parts).
+PARTS_TAG = "earlier-parts"
+
+
+def is_parts_cell(cell):
+    return cell.cell_type == "code" and PARTS_TAG in cell.metadata.get("tags", [])
+
+
 def solution_notebook(section):
     return SOLUTIONS / section / f"{section}.ipynb"
 

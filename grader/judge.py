@@ -26,7 +26,7 @@ import tempfile
 import nbformat
 import torch
 
-from grader.course import solution_notebook
+from grader.course import is_parts_cell, solution_notebook
 from grader.probe import Link, NotPlainData
 
 # (section, student) -> {grade_id: verdict}: filled while nbgrader autogrades, read by the grader
@@ -66,13 +66,6 @@ def check_module(section):
     text = solution_notebook(section).read_text()
     found = re.search(r"from grader\.checks import (\w+) as check", text)
     return importlib.import_module(f"grader.checks.{found.group(1)}")
-
-
-PARTS_TAG = "earlier-parts"  # the cell of a later notebook that loads parts of earlier ones
-
-
-def is_parts_cell(cell):
-    return cell.cell_type == "code" and PARTS_TAG in cell.metadata.get("tags", [])
 
 
 @functools.cache

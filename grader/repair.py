@@ -9,11 +9,16 @@ written down, so the student and the instructor see what was done:
   of the graded name);
 - a graded cell that appears twice keeps its metadata on the first copy only (the second still runs);
 - a check cell that is missing is put back after its answer cell (nbgrader then restores its
-  text, hidden tests included, from the source as it does for every check cell).
+  text, hidden tests included, from the source as it does for every check cell);
+- the cell that loads parts of earlier sections gets its tag back when an editor dropped it (same
+  cell id, else the same text), or is put back after the cell it follows when deleted: the grader
+  runs the course's parts in its place (grader.judge), and without it every later cell would fail.
 """
 
 import copy
 import re
+
+from grader.course import PARTS_TAG, is_parts_cell
 
 
 def _grading(cell):
@@ -74,4 +79,25 @@ def repair(notebook, reference):
         notebook.cells.insert(position, copy.deepcopy(check))
         seen.add(grade_id)
         notes.append(f"the deleted check cell {grade_id} was put back")
+    notes += _restore_parts_cell(notebook, reference)
+    return notes
+
+
+def _restore_parts_cell(notebook, reference):
+    """Tag the notebook's earlier-parts cell again, or put it back; returns the notes."""
+    notes = []
+    for position, wanted in enumerate(reference.cells):
+        if not is_parts_cell(wanted) or any(map(is_parts_cell, notebook.cells)):
+            continue
+        match = next((c for c in notebook.cells if c.get("id") and c.get("id") == wanted.get("id")), None) \
+            or next((c for c in notebook.cells if c.cell_type == "code" and c.source == wanted.source), None)
+        if match is not None:
+            match.metadata.setdefault("tags", []).append(PARTS_TAG)
+            notes.append("the tag of the cell that loads earlier parts was put back")
+            continue
+        before = reference.cells[position - 1] if position else None
+        after = next((i + 1 for i, c in enumerate(notebook.cells) if before is not None
+                      and (c.get("id") == before.get("id") or c.source == before.source)), position)
+        notebook.cells.insert(min(after, len(notebook.cells)), copy.deepcopy(wanted))
+        notes.append("the deleted cell that loads earlier parts was put back")
     return notes

@@ -343,3 +343,17 @@ def test_a_verdict_becomes_the_outputs_nbgrader_scores():
     assert not judge.failed_in_notebook(cell)
     cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text="warned\n")]
     assert judge.failed_in_notebook(cell)  # nbgrader scores a check cell that wrote to stderr as failed
+
+
+# --- the course's parts in place of the earlier-parts cell -------------------------------------
+
+def test_the_graded_cell_of_earlier_parts_runs_the_courses_own_definitions():
+    from grader.judge import course_parts
+    code = course_parts("05-block")
+    assert "load_parts" not in code and "### BEGIN SOLUTION" not in code
+    space = {}
+    exec(code, space)
+    layer, ffn = space["MultiHead"](16, 4), space["FeedForward"](16, 32)
+    assert [name for name, _ in layer.named_children()] == ["q", "k", "v", "out"]
+    assert layer(torch.randn(2, 3, 16)).shape == ffn(torch.randn(2, 3, 16)).shape == (2, 3, 16)
+    assert "split_heads" not in space  # the helpers stay inside the parts' own namespace

@@ -137,3 +137,43 @@ def test_running_a_put_back_check_leaves_the_release_notebook_as_it_was(referenc
     put_back.metadata["execution"] = {"iopub.status.busy": "2026-12-01T10:00:00Z"}
     put_back.outputs.append(nbformat.v4.new_output("stream", name="stdout", text="ok\n"))
     assert reference == before
+
+
+# --- the cell that loads earlier parts ---------------------------------------------------------
+
+def _with_parts():
+    """A release notebook with an earlier-parts cell between its imports and its code."""
+    parts = new_code_cell('MultiHead = load_parts("01-heads", "MultiHead")', id="parts-cell")
+    parts.metadata["tags"] = ["earlier-parts"]
+    return new_notebook(cells=[new_code_cell("from ticketnet import load_parts", id="imports"), parts,
+                               new_code_cell("block = MultiHead(64, 4)", id="use")])
+
+
+@pytest.mark.parametrize("editor", ["metadata stripped", "metadata and ids stripped"])
+def test_an_earlier_parts_cell_whose_tag_was_stripped_gets_it_back(editor):
+    reference = _with_parts()
+    notebook = copy.deepcopy(reference)
+    for cell in notebook.cells:
+        cell.metadata = {}
+        if "ids" in editor:
+            cell.id = f"other-{cell.id}"
+    assert repair(notebook, reference) == ["the tag of the cell that loads earlier parts was put back"]
+    assert [c.metadata.get("tags") for c in notebook.cells] == [None, ["earlier-parts"], None]
+
+
+def test_a_deleted_earlier_parts_cell_goes_back_after_the_cell_it_followed():
+    reference = _with_parts()
+    notebook = copy.deepcopy(reference)
+    del notebook.cells[1]
+    notebook.cells.insert(0, new_code_cell("# a note of the student's"))
+    assert repair(notebook, reference) == ["the deleted cell that loads earlier parts was put back"]
+    assert [c.source for c in notebook.cells] == ["# a note of the student's", "from ticketnet import load_parts",
+                                                  reference.cells[1].source, "block = MultiHead(64, 4)"]
+
+
+def test_an_earlier_parts_cell_with_the_students_own_code_is_left_as_it_is():
+    reference = _with_parts()
+    notebook = copy.deepcopy(reference)
+    notebook.cells[1].source = "class MultiHead(nn.Module):\n    pass  # pasted from section 1"
+    assert repair(notebook, reference) == []
+    assert notebook.cells[1].source.startswith("class MultiHead")
