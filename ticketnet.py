@@ -617,7 +617,12 @@ def load_parts(section, *names, folder=".."):
                         f"your own {section} notebook, kept in the course's folder. On Colab or Kaggle, "
                         f"or with the notebook elsewhere, paste your code of {', '.join(names)} (with "
                         "the functions it uses) into this cell instead of the load_parts line.")
-    return run_parts(part_source(notebook, names), names, f"{notebook} (the parts read from it)")
+    source = part_source(notebook, names)
+    if "raise NotImplementedError" in source:
+        raise PartError(f"your {', '.join(names)} in {notebook.name} is not written yet (its code still "
+                        f"raises NotImplementedError): write it in {section} first and save that "
+                        "notebook, or paste a working version into this cell")
+    return run_parts(source, names, f"{notebook} (the parts read from it)")
 
 
 def run_parts(source, names, where):

@@ -768,3 +768,9 @@ def test_a_name_the_notebook_does_not_define_is_named(tmp_path, name):
     missing = "undefined_name" if name == "unrelated" else name
     with pytest.raises(tn.PartError, match=rf"01-heads\.ipynb defines no `{missing}`"):
         tn.part_source(notebook, [name])
+
+
+def test_an_unwritten_part_says_where_to_write_it(tmp_path):
+    _notebook(tmp_path, "01-heads", "def helper(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()")
+    with pytest.raises(tn.PartError, match=r"your helper in 01-heads\.ipynb is not written yet.*write it in 01-heads"):
+        tn.load_parts("01-heads", "helper", folder=tmp_path)
