@@ -569,38 +569,66 @@ def _reads(source):
     return names - set(dir(builtins))
 
 
+def loads_parts(node):
+    """(section, names) of a statement `A, B = load_parts("section", "A", "B")`, else None."""
+    import ast
+    call = getattr(node, "value", None)
+    if isinstance(node, ast.Assign) and isinstance(call, ast.Call) and getattr(call.func, "id", None) == "load_parts":
+        section, *names = [ast.literal_eval(a) for a in call.args]
+        return section, names
+    return None
+
+
 def _binds(node):
-    """The names a top-level def, class, import or constant binds (an empty set for anything else)."""
+    """The names a top-level def, class, import, constant or load_parts line binds (an empty set
+    for anything else)."""
     import ast
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {node.name}
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return {(alias.asname or alias.name).partition(".")[0] for alias in node.names}
-    if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
-        try:
-            ast.literal_eval(node.value)  # a constant: cheap and safe to run again
-        except ValueError:
-            return set()
-        return {t.id for t in node.targets}
+    if isinstance(node, ast.Assign) and all(isinstance(t, (ast.Name, ast.Tuple)) for t in node.targets):
+        if loads_parts(node) is None:
+            try:
+                ast.literal_eval(node.value)  # a constant: cheap and safe to run again
+            except ValueError:
+                return set()
+        return {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     return set()
 
 
 def part_source(notebook, names):
     """The code of `notebook` that defines `names`: their top-level definitions, the definitions,
     imports and constants those read in turn, and nothing else, in the order the notebook runs
-    them. A name defined twice keeps its last definition, as running the notebook would."""
+    them. A name defined twice keeps its last definition, as running the notebook would. A name the
+    notebook itself loads from an earlier one (load_parts) comes with that notebook's code, so the
+    result runs without reading any notebook."""
+    notebook = Path(notebook)
     statements = _statements(notebook)
     last = {name: i for i, (node, _) in enumerate(statements) for name in _binds(node)}
     wanted, todo = set(), list(names)
     while todo:
         name = todo.pop()
         if name not in last:
-            raise PartError(f"{Path(notebook).name} defines no `{name}` in a top-level def, class, import "
+            raise PartError(f"{notebook.name} defines no `{name}` in a top-level def, class, import "
                             "or constant")
         if last[name] not in wanted:
             wanted.add(last[name])
-            todo += _reads(statements[last[name]][1])
-    return "\n\n".join(statements[i][1] for i in sorted(wanted)) + "\n"
+            node, text = statements[last[name]]
+            todo += [] if loads_parts(node) else _reads(text)
+    code = [resolved(node, notebook.parent.parent) if loads_parts(node) else text
+            for node, text in (statements[i] for i in sorted(wanted))]
+    return "\n\n".join(code) + "\n"
+
+
+def resolved(statement, folder):
+    """A `load_parts` line as code that reads no notebook: the parts' code from the notebooks
+    under `folder`, run by run_parts."""
+    import ast
+    section, names = loads_parts(statement)
+    inner = part_source(Path(folder) / section / f"{section}.ipynb", names)
+    return (f"from ticketnet import run_parts\n{ast.unparse(statement.targets[0])} = "
+            f"run_parts({inner!r}, {tuple(names)!r}, {section + ' (parts)'!r})")
 
 
 def load_parts(section, *names, folder=".."):

@@ -26,7 +26,7 @@ import tempfile
 import nbformat
 import torch
 
-from grader.course import is_parts_cell, solution_notebook
+from grader.course import SOLUTIONS, is_parts_cell, solution_notebook
 from grader.probe import Link, NotPlainData
 
 # (section, student) -> {grade_id: verdict}: filled while nbgrader autogrades, read by the grader
@@ -71,24 +71,12 @@ def check_module(section):
 @functools.cache
 def course_parts(section):
     """The code the grader runs in place of the section's earlier-parts cell, whatever the student
-    wrote there: the course's own definitions of what the cell loads, from the solutions. Each
-    line `A, B = load_parts("01-heads", "A", "B")` of that cell (in the solutions) becomes
-    `A, B = run_parts(<the code of A and B in solutions/01-heads>, ...)`; its other lines stay."""
-    from ticketnet import part_source
+    wrote there: the cell as the solutions have it, each `load_parts` line replaced by the course's
+    own code of what it loads, which reads no notebook (ticketnet.resolved)."""
+    from ticketnet import loads_parts, resolved
     notebook = nbformat.read(solution_notebook(section), as_version=4)
-    lines = ["from ticketnet import run_parts"]
-    for cell in filter(is_parts_cell, notebook.cells):
-        for statement in ast.parse(cell.source).body:
-            call = getattr(statement, "value", None)
-            if not (isinstance(statement, ast.Assign) and isinstance(call, ast.Call)
-                    and getattr(call.func, "id", None) == "load_parts"):
-                lines.append(ast.unparse(statement))  # the cell's other lines run as written
-                continue
-            earlier, *names = [ast.literal_eval(a) for a in call.args]
-            code = part_source(solution_notebook(earlier), names)
-            lines.append(f"{ast.unparse(statement.targets[0])} = run_parts({code!r}, {tuple(names)!r}, "
-                         f"{'the course ' + earlier!r})")
-    return "\n".join(lines)
+    return "\n".join(resolved(statement, SOLUTIONS) if loads_parts(statement) else ast.unparse(statement)
+                     for cell in filter(is_parts_cell, notebook.cells) for statement in ast.parse(cell.source).body)
 
 
 def parse(source):
