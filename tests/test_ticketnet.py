@@ -774,3 +774,13 @@ def test_an_unwritten_part_says_where_to_write_it(tmp_path):
     _notebook(tmp_path, "01-heads", "def helper(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()")
     with pytest.raises(tn.PartError, match=r"your helper in 01-heads\.ipynb is not written yet.*write it in 01-heads"):
         tn.load_parts("01-heads", "helper", folder=tmp_path)
+
+
+def test_parts_that_load_earlier_parts_bring_their_code_along(tmp_path):
+    _notebook(tmp_path, "01-heads", "def inner(x):\n    return x + 1")
+    _notebook(tmp_path, "05-block", "from ticketnet import load_parts", 'inner = load_parts("01-heads", "inner")',
+              "def outer(x):\n    return inner(x) * 2")
+    source = tn.part_source(tmp_path / "05-block" / "05-block.ipynb", ["outer"])
+    assert "load_parts" not in source
+    (tmp_path / "01-heads" / "01-heads.ipynb").unlink()  # the code reads no notebook when it runs
+    assert tn.run_parts(source, ("outer",), "test")(1) == 4
