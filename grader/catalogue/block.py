@@ -211,6 +211,19 @@ RIGHT = [
         return y
 ''')),
 
+    Right("Block", "its own feed-forward layer, the second Linear created first (section 4 allows it)", '''
+class BackwardsFeedForward(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.narrow = nn.Linear(d_ff, d_model)
+        self.widen = nn.Linear(d_model, d_ff)
+
+    def forward(self, h):
+        return self.narrow(torch.relu(self.widen(h)))
+
+
+''' + block(RIGHT_FORWARD, INIT.replace("FeedForward(d_model, d_ff)", "BackwardsFeedForward(d_model, d_ff)"))),
+
     # ---- to_reference ---------------------------------------------------------------------------
     Right("to_reference", "load_state_dict with a dict built by hand", reference('''    a = block.attn
     theirs = {"self_attn.in_proj_weight": torch.cat([a.q.weight, a.k.weight, a.v.weight], dim=0),

@@ -113,9 +113,13 @@ def _randomize_norms(block, generator):
             norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=generator))
 
 
-def _linears(ffn):
-    """The feed-forward network's two nn.Linear, in the order they were registered."""
-    return [m for m in ffn.modules() if isinstance(m, nn.Linear)]
+def _linears(block):
+    """The block's feed-forward network's nn.Linear layers, the widening one first: section 4
+    allowed any layout, even the second layer created first. By registration order when the
+    shapes cannot tell (d_ff == d_model)."""
+    d_model = block.norm1.normalized_shape[0]
+    found = [m for m in block.ffn.modules() if isinstance(m, nn.Linear)]
+    return sorted(found, key=lambda m: m.in_features != d_model)
 
 
 def _inputs(batch, seq, d_model, generator, every_row_padded):
@@ -151,7 +155,7 @@ def _gap_at_real(a, b, pad):
 def reference_layer(block, heads, norm_first=True):
     """An nn.TransformerEncoderLayer built here from the block's own children (not the student's
     to_reference): batch-first, no dropout, eval mode; pre-norm unless norm_first=False."""
-    first, second = _linears(block.ffn)
+    first, second = _linears(block)
     layer = nn.TransformerEncoderLayer(first.in_features, heads, first.out_features, dropout=0.0,
                                        batch_first=True, norm_first=norm_first,
                                        layer_norm_eps=block.norm1.eps)
@@ -191,7 +195,7 @@ def _variant(block, twin, h, pad, first="pre", second="pre", mask="right", swapp
     """The block's function with its own weights, arranged as given: `twin` is its attention as
     nn.MultiheadAttention (attention_twin)."""
     norm_a, norm_f = (block.norm2, block.norm1) if swapped else (block.norm1, block.norm2)
-    lin1, lin2 = _linears(block.ffn)
+    lin1, lin2 = _linears(block)
     key_pad = {"right": pad, "ignored": None, "inverted": None if pad is None else ~pad}[mask]
 
     def attention(x):
@@ -263,7 +267,7 @@ def _structure(block, d_model, d_ff, name="Block"):
         expect(isinstance(linear, nn.Linear) and (linear.in_features, linear.out_features) == (d_model, d_model),
                f"block.attn should be MultiHead({d_model}, heads) from section 1, with nn.Linear({d_model}, "
                f"{d_model}) children q, k, v and out; its `{projection}` is {linear}")
-    linears = _linears(block.ffn)
+    linears = _linears(block)
     sizes = [(m.in_features, m.out_features) for m in linears]
     expect(sizes == [(d_model, d_ff), (d_ff, d_model)],
            f"block.ffn should be FeedForward({d_model}, {d_ff}) from section 4: nn.Linear({d_model}, {d_ff}), "
@@ -290,7 +294,7 @@ def _parts_work(block, twin, x, pad):
            "holding its weights computes. The block is checked with it, so fix MultiHead first: its "
            "check in 01-heads names the mistake. Save that notebook and run the load_parts cell here "
            "again. (The autograder grades this block with the course's own MultiHead.)")
-    first, second = _linears(block.ffn)
+    first, second = _linears(block)
     got = call(_named(block.ffn, "block.ffn"), x)
     expect(isinstance(got, torch.Tensor) and got.shape == x.shape
            and torch.allclose(got, second(torch.relu(first(x))), atol=ATOL, rtol=RTOL),
@@ -429,7 +433,7 @@ def _in_proj_problem(layer, source):
 
 def _weights_in_place(layer, source):
     """Name the first weight of the layer that is not the block's, and where it came from."""
-    lin1, lin2 = _linears(source.ffn)
+    lin1, lin2 = _linears(source)
     pairs = {"norm1": (layer.norm1, source.norm1, source.norm2, "norm2"),
              "norm2": (layer.norm2, source.norm2, source.norm1, "norm1"),
              "linear1": (layer.linear1, lin1, lin2, "the second Linear (ffn.down)"),
