@@ -254,10 +254,24 @@ def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp
 
 
 @pytest.mark.nbgrader
+PASTED_PARTS = """class MultiHead(nn.Module):  # pasted from section 1, with its bug
+    def __init__(self, d_model, heads):
+        super().__init__()
+        self.q, self.k, self.v, self.out = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, h, mask=None):
+        return self.out(self.v(h))  # no attention at all
+
+
+FeedForward = load_parts("04-residuals", "FeedForward")"""
+
+
 def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedback_and_gradebook(tmp_path, monkeypatch):
     """Section 5 by nbgrader, value by value: one answer right (its cell stripped of metadata),
-    one stuck in a loop until the time limit. The course starts from another course's folder
-    (the section registered there), its kernels forked from its own sandboxed server."""
+    one stuck in a loop until the time limit, one left unwritten, and a MultiHead of section 1
+    pasted with a bug into the cell of earlier parts (the course's own runs in its place, and the
+    feedback shows the student's). The course starts from another course's folder (the section
+    registered there), its kernels forked from its own sandboxed server."""
     monkeypatch.delenv("COURSE_ROOT", raising=False)  # the course must tell its kernels itself
     section = "05-block"
     solution = nbformat.read(solution_notebook(section), as_version=4)
@@ -268,6 +282,8 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
             cell.source, cell.metadata, block = answers["Block"], {}, cell
         elif grading_meta(cell).get("grade_id") == "to_reference":
             cell.source = "while True:  # stuck\n    pass"
+        elif "earlier-parts" in cell.metadata.get("tags", []):
+            cell.source = PASTED_PARTS
     notebook.cells.append(nbformat.v4.new_code_cell("import os\nprint('kernel parent', os.getppid())"))
     handed_in = tmp_path / "handed in" / "ada_05-block.ipynb"
     handed_in.parent.mkdir()
@@ -283,9 +299,9 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
         assert time.perf_counter() - started < 60  # the loop stopped at the course's limit, not nbgrader's 120 s
         assert result["notebook"] == str(handed_in) and result["section"] == section
         assert result["repairs"] == ["nbgrader metadata restored on 1 cell (Block)"]
-        assert (result["score"], result["max_score"], result["written_max_score"]) == (3.0, 5.0, 6.0)
+        assert (result["score"], result["max_score"], result["written_max_score"]) == (3.0, 7.0, 6.0)
         assert [(t["grade_id"], t["score"], t["max_score"]) for t in result["tasks"]] == \
-            [("test_Block", 3.0, 3.0), ("test_to_reference", 0.0, 2.0)]
+            [("test_Block", 3.0, 3.0), ("test_to_reference", 0.0, 2.0), ("test_PostNormBlock", 0.0, 2.0)]
         assert result["tasks"][0]["message"] == ""
         assert result["tasks"][1]["message"].startswith("NameError: name 'to_reference' is not defined")
         [stopped] = result["interrupted"]
@@ -301,9 +317,13 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
         with Gradebook(f"sqlite:///{course.db}") as gradebook:  # the judge's scores, and nothing extra
             grades = gradebook.find_submission_notebook(section, section, "ada").grades
             assert {g.name: (g.auto_score, g.manual_score, g.extra_credit) for g in grades if g.cell_type == "code"} \
-                == {"test_Block": (3.0, None, None), "test_to_reference": (0.0, None, None)}
+                == {"test_Block": (3.0, None, None), "test_to_reference": (0.0, None, None),
+                    "test_PostNormBlock": (0.0, None, None)}
+        [parts] = [c for c in graded.cells if "earlier-parts" in c.metadata.get("tags", [])]
+        assert parts.source == PASTED_PARTS  # what ada wrote, not the course's code that ran
         page = course.feedback_html(section, "ada")
-        assert "<h4>05-block (Score: 3.0 / 11.0)</h4>" in page  # 3 of 5 autograded, written answers to come
+        assert "<h4>05-block (Score: 3.0 / 13.0)</h4>" in page  # 3 of 7 autograded, written answers to come
+        assert "no attention at all" in page and "def split_heads" not in page
         assert "NameError</span>: name 'to_reference' is not defined" in page
         # ada hands in again: a notebook that kills its kernel, then the model answer
         block.source = "import os\nos._exit(3)"
@@ -311,8 +331,8 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
         with pytest.raises(grading.NotGradable, match=r"^the kernel died while running the notebook"):
             course.grade(handed_in, student="ada")
         shutil.copy(solution_notebook(section), handed_in)
-        assert course.grade(handed_in, student="ada")["score"] == 5.0
-        assert "<h4>05-block (Score: 5.0 / 11.0)</h4>" in course.feedback_html(section, "ada")  # written afresh
+        assert course.grade(handed_in, student="ada")["score"] == 7.0
+        assert "<h4>05-block (Score: 7.0 / 13.0)</h4>" in course.feedback_html(section, "ada")  # written afresh
     finally:
         course.close()
     assert not course.kernels.alive()  # the course's server goes with it
