@@ -229,31 +229,32 @@ def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp
         return {"passed": passed, "in_notebook": in_notebook, "stdout": "", "error": error}
 
     runs += [{"test_Block": verdict(False, True, ("AssertionError", "scaled by sqrt(d_model)"))},
-             {"test_Block": verdict(True, False), "test_to_reference": verdict(True, True)},
+             {"test_Block": verdict(True, False), "test_to_reference": verdict(True, True),
+              "test_PostNormBlock": verdict(True, True)},
              {"test_Block": verdict(True, True)},
              None]  # the last run leaves no verdict: its check cells never ran
     first = course.grade(solution_notebook(section), student="ada")
     assert [(t["grade_id"], t["score"], t["max_score"], t["message"]) for t in first["tasks"]] == [
         ("test_Block", 0.0, 3.0, "AssertionError: scaled by sqrt(d_model)"),
-        ("test_to_reference", 0.0, 2.0, "not graded: its check cell did not run")]
+        ("test_to_reference", 0.0, 2.0, "not graded: its check cell did not run"),
+        ("test_PostNormBlock", 0.0, 2.0, "not graded: its check cell did not run")]
     assert first["flags"] == ["test_Block passed in the notebook but fails the grader's check (the submission "
                               "may interfere with its checks)"]
     assert recorded == [(section, "ada", first["tasks"])] and first["score"] == 0.0
     second = course.grade(solution_notebook(section), student="ada")
-    assert second["score"] == second["max_score"] == 5.0 and all(t["message"] == "" for t in second["tasks"])
+    assert second["score"] == second["max_score"] == 7.0 and all(t["message"] == "" for t in second["tasks"])
     assert second["flags"] == ["test_Block failed in the notebook but passes the grader's check (the submission "
                                "may interfere with its checks)"]
     # verdicts left behind by a run that crashed are never read again
     judge.VERDICTS[(section, "ada")] = {"test_to_reference": verdict(True, True)}
     third = course.grade(solution_notebook(section), student="ada")
     assert [(t["score"], t["message"]) for t in third["tasks"]] == [
-        (3.0, ""), (0.0, "not graded: its check cell did not run")]
+        (3.0, ""), (0.0, "not graded: its check cell did not run"), (0.0, "not graded: its check cell did not run")]
     fourth = course.grade(solution_notebook(section), student="ada")
     assert fourth["score"] == 0.0 and fourth["flags"] == [] and not judge.VERDICTS
     assert {t["message"] for t in fourth["tasks"]} == {"not graded: its check cell did not run"}
 
 
-@pytest.mark.nbgrader
 PASTED_PARTS = """class MultiHead(nn.Module):  # pasted from section 1, with its bug
     def __init__(self, d_model, heads):
         super().__init__()
@@ -266,6 +267,7 @@ PASTED_PARTS = """class MultiHead(nn.Module):  # pasted from section 1, with its
 FeedForward = load_parts("04-residuals", "FeedForward")"""
 
 
+@pytest.mark.nbgrader
 def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedback_and_gradebook(tmp_path, monkeypatch):
     """Section 5 by nbgrader, value by value: one answer right (its cell stripped of metadata),
     one stuck in a loop until the time limit, one left unwritten, and a MultiHead of section 1
