@@ -62,8 +62,8 @@ def call(function, *args, **kwargs):
     except AssertionError:
         raise
     except Exception as error:
-        shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else repr(a)[:30]
-                           for a in args)
+        shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else
+                           type(a).__name__ if isinstance(a, nn.Module) else repr(a)[:30] for a in args)
         raise AssertionError(f"{name}({shapes}) raised {type(error).__name__}: {error}") from error
 
 
@@ -124,3 +124,13 @@ def refuse(paths, used):
         module, _, name = path.partition(":")
         patches.enter_context(mock.patch.object(importlib.import_module(module), name, refused))
     return patches
+
+
+def prediction(predicted, counted, what="parameters"):
+    """A prediction cell: the counted number is shown only next to a prediction written first."""
+    if predicted is None:
+        print(f"Write your prediction first: replace None with the number of {what} you expect, "
+              "then run this cell again.")
+    else:
+        verdict = "right" if predicted == counted else "not right: read on to see why"
+        print(f"predicted {predicted:,}, counted {counted:,}: {verdict}")

@@ -1,5 +1,5 @@
-"""Checks of section 6, the tiny transformer judged honestly: `style_accuracy(rows, predicted)` and
-`choose_and_test(valid_accuracy, score_on_test)`.
+"""Checks of section 6, the tiny transformer judged honestly: `style_accuracy(rows, predicted)`,
+`choose_and_test(valid_accuracy, score_on_test)`, `Encoder` and `from_tiny(encoder, tiny)`.
 
 What they prove, on small made-up inputs (no model is trained here):
 
@@ -17,14 +17,30 @@ What they prove, on small made-up inputs (no model is trained here):
   once, for that model. Calling it for several models (to look at their test scores) fails with a
   message about using the test set to choose. With a tie on validation, any of the tied names is
   accepted, still scored once.
+- `encoder(Encoder)`: built at small sizes, the encoder has TinyTransformer's children (`embed`,
+  `position`, `blocks` an nn.ModuleList of distinct blocks, `norm`, `out`) and parameter count,
+  and computes TinyTransformer's function with its own children: positions added, every block
+  called with the padding mask, the final norm, the mean of the real tokens, `out`. The reference
+  runs the encoder's own blocks, so a wrong Block (the student's, in the notebook) fails its own
+  check in section 5, not this one. A plain list of blocks, one block repeated, and the usual
+  mistakes of the forward (no positions, no mask, pads in the mean, a sum or the first token,
+  the norm after pooling or missing) are named. Adding pads at the end changes no score.
+- `from_tiny(from_tiny)`: on a TinyTransformer whose every weight is random and distinct, and on
+  the check's own encoder (the course's parts, so a wrong Encoder cannot fail this task), the
+  returned encoder holds each weight in its place (q, k and v split out of in_proj in that order,
+  not transposed; the biases; out_proj; linear1 and linear2; norm1 and norm2; embed, position,
+  norm, out) and gives the TinyTransformer's scores. The TinyTransformer is left unchanged.
 """
 
+import itertools
 import math
 
 import pandas as pd
 import torch
+from torch import nn
 
-from grader.checks import call, expect, passed, task
+from grader.checks import call, expect, expect_shape, passed, prediction, task  # noqa: F401 (prediction: for the notebook)
+from grader.checks.block import _Block, _linears, expected_counts
 
 TEAMS = ("delivery", "returns", "payment", "warranty", "account")  # as ticketnet.TEAMS
 
@@ -251,4 +267,286 @@ def choose_and_test(choose_and_test, case="visible"):
     expect(isinstance(score, (int, float)) and not isinstance(score, bool) and _same(score, expected),
            f"the test accuracy returned should be what score_on_test({chosen!r}) returned, {expected}; "
            f"got {score!r}.")
+    passed()
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoder: the student's blocks stacked into TinyTransformer's function
+# ---------------------------------------------------------------------------------------------
+
+PAD = 0  # as ticketnet.PAD
+ENCODER_CHILDREN = ("embed", "position", "blocks", "norm", "out")
+
+
+def _tickets(vocab_size, batch, seq, generator):
+    """Token ids (batch, seq), each ticket with its own number of real tokens (at least two), PAD
+    after them; the first ticket fills the whole row."""
+    ids = torch.randint(2, vocab_size, (batch, seq), generator=generator)
+    for i in range(1, batch):
+        ids[i, max(2, seq - 2 * i):] = PAD
+    return ids
+
+
+def _randomize(module, generator):
+    """Every LayerNorm away from weight 1 and bias 0, which would hide a norm used in the wrong place."""
+    with torch.no_grad():
+        for norm in module.modules():
+            if isinstance(norm, nn.LayerNorm):
+                norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
+                norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=generator))
+
+
+POOLS = {  # how the token vectors (B, T, D) become one vector per ticket
+    "mean": "the mean over the real tokens",
+    "all": "the mean over every position, pads included: divide by the number of REAL tokens and "
+           "leave the pads out of the sum",
+    "sum": "the sum over the real tokens, not their mean",
+    "first": "the first token's vector only: average the vectors of all real tokens",
+}
+NORMS = {"before": "the final norm is applied to each token before pooling",
+         "after": "the final norm is applied after pooling, to the mean vector: apply it to each token first",
+         "none": "there is no final norm: apply self.norm to h after the last block"}
+
+
+def _encoder_variant(model, ids, positions=True, mask=True, pool="mean", norm="before"):
+    """TinyTransformer's function with the encoder's own children, arranged as given."""
+    pad = ids == PAD
+    h = model.embed(ids)
+    if positions:
+        h = h + model.position(torch.arange(ids.shape[1]))
+    for block in model.blocks:
+        h = block(h, pad if mask else None)
+    if norm == "before":
+        h = model.norm(h)
+    real = (~pad).unsqueeze(-1).float()
+    pooled = {"mean": (h * real).sum(1) / real.sum(1), "all": h.mean(1), "sum": (h * real).sum(1),
+              "first": h[:, 0]}[pool]
+    if norm == "after":
+        pooled = model.norm(pooled)
+    return model.out(pooled)
+
+
+def _encoder_diagnosis(model, ids, out):
+    """The mistakes whose combination reproduces `out`, in words, or None."""
+    grid = itertools.product((True, False), (True, False), POOLS, NORMS)
+    grid = sorted(grid, key=lambda g: (not g[0]) + (not g[1]) + (g[2] != "mean") + (g[3] != "before"))
+    for positions, mask, pool, norm in grid[1:]:  # grid[0] is the right encoder
+        try:
+            candidate = _encoder_variant(model, ids, positions, mask, pool, norm)
+        except Exception:  # noqa: BLE001 - a variant that cannot run is simply not the answer
+            continue
+        if candidate.shape == out.shape and torch.allclose(candidate, out, atol=1e-5, rtol=1e-4):
+            hints = [] if positions else ["no position vectors are added to the token vectors"]
+            if not mask:
+                hints.append("the blocks get no padding mask: call each block as block(h, pad), "
+                             "pad = ids == PAD, so that real tokens do not read the pads")
+            if pool != "mean":
+                hints.append(f"each ticket's vector is {POOLS[pool]}")
+            if norm != "before":
+                hints.append(NORMS[norm])
+            return "; ".join(hints)
+    return None
+
+
+def _encoder_structure(model, vocab_size, dim, blocks, ffn, max_tokens, classes):
+    for child in ENCODER_CHILDREN:
+        expect(hasattr(model, child), f"the encoder has no attribute `{child}`: create self.embed, "
+               "self.position, self.blocks, self.norm and self.out in __init__ (after super().__init__())")
+    stack = model.blocks
+    if isinstance(stack, (list, tuple)):
+        hidden = sum(p.numel() for block in stack if isinstance(block, nn.Module) for p in block.parameters())
+        raise AssertionError(
+            f"self.blocks is a plain Python {type(stack).__name__}: nn.Module registers the modules "
+            "assigned to its attributes, not the ones inside a list, so your encoder does not know "
+            f"its {len(stack)} blocks. Their {hidden:,} parameters are missing from parameters() (an "
+            "optimizer would never train them), from state_dict() (saving and loading skip them) and "
+            "from .eval() and .to(). Wrap the list: nn.ModuleList([...]).")
+    expect(isinstance(stack, nn.Module) and hasattr(stack, "__iter__"),
+           f"self.blocks should be an nn.ModuleList of your blocks, got {type(stack).__name__}")
+    layers = list(stack)
+    expect(len(layers) == blocks, f"Encoder(..., blocks={blocks}) has {len(layers)} blocks: build "
+           "as many as the argument `blocks` asks for")
+    distinct = {id(block) for block in layers}
+    expect(len(distinct) == len(layers),
+           f"the {len(layers)} blocks are {len(distinct)} module(s) used several times, so they share "
+           "their weights: [Block(...)] * n repeats ONE block. Build a new Block for each place "
+           "(a loop or a comprehension that calls Block(...) each time).")
+    for i, block in enumerate(layers):
+        expect(isinstance(block, nn.Module) and hasattr(block, "norm1") and hasattr(block, "ffn"),
+               f"self.blocks[{i}] is {type(block).__name__}, not your Block from section 5")
+    embed, position, norm, out = model.embed, model.position, model.norm, model.out
+    expect(isinstance(embed, nn.Embedding) and (embed.num_embeddings, embed.embedding_dim) == (vocab_size, dim),
+           f"self.embed should be nn.Embedding(vocab_size, dim) = nn.Embedding({vocab_size}, {dim}), got {embed}")
+    expect(isinstance(position, nn.Embedding) and (position.num_embeddings, position.embedding_dim) == (max_tokens, dim),
+           f"self.position should be nn.Embedding(max_tokens, dim) = nn.Embedding({max_tokens}, {dim}): one "
+           f"learned vector per place, got {position}")
+    expect(isinstance(norm, nn.LayerNorm) and tuple(norm.normalized_shape) == (dim,),
+           f"self.norm should be nn.LayerNorm({dim}), got {norm}")
+    expect(isinstance(out, nn.Linear) and (out.in_features, out.out_features) == (dim, classes),
+           f"self.out should be nn.Linear({dim}, {classes}): one score per team, got {out}")
+
+
+@task
+def encoder(Encoder, vocab_size=50, dim=16, heads=2, blocks=3, ffn=24, max_tokens=12, classes=5,
+            batch=4, seed=0):
+    """Check the student's Encoder: TinyTransformer's children and function, built of the
+    student's blocks (the course's when grading)."""
+    torch.manual_seed(seed)
+    model = call(Encoder, vocab_size, dim=dim, heads=heads, blocks=blocks, ffn=ffn,
+                 max_tokens=max_tokens, classes=classes)
+    expect(isinstance(model, nn.Module), f"Encoder(...) should be an nn.Module, got {type(model).__name__}")
+    _encoder_structure(model, vocab_size, dim, blocks, ffn, max_tokens, classes)
+    block_size = sum(expected_counts(dim, ffn).values())
+    want = vocab_size * dim + max_tokens * dim + blocks * block_size + 2 * dim + dim * classes + classes
+    total = sum(p.numel() for p in model.parameters())
+    expect(total == want, f"the encoder has {total:,} parameters, expected {want:,}: embed {vocab_size * dim:,}, "
+           f"position {max_tokens * dim:,}, {blocks} blocks of {block_size:,}, norm {2 * dim}, out "
+           f"{dim * classes + classes}. A parameter outside these children changes the count.")
+
+    generator = torch.Generator().manual_seed(seed)
+    _randomize(model, generator)
+    model.eval()
+    ids = _tickets(vocab_size, batch, max_tokens - 2, generator)
+    kept = ids.clone()
+    with torch.no_grad():
+        try:
+            wanted = _encoder_variant(model, ids)
+        except Exception as error:  # noqa: BLE001 - the student's Block, not the encoder, failed
+            raise AssertionError(
+                f"your Block from section 5 fails inside the encoder ({type(error).__name__}: {error}). "
+                "Fix it first: its check in 05-block names the mistake; save that notebook and run "
+                "the load_parts cell here again. (The autograder grades this encoder with the "
+                "course's own Block.)") from None
+        out = call(_named_encoder(model), ids)
+        expect(torch.equal(ids, kept), "encoder(ids) changed the ids it was given")
+        expect_shape(out, (batch, classes), "encoder(ids) for ids of shape (batch, seq)")
+        if not torch.allclose(out, wanted, atol=1e-5, rtol=1e-4):
+            hint = _encoder_diagnosis(model, ids, out)
+            gap = (out - wanted).abs().max().item()
+            raise AssertionError(
+                f"encoder(ids) differs from TinyTransformer's function, computed with your encoder's "
+                f"own children, by up to {gap:.3g}. " + (f"Your numbers are what you get when {hint}."
+                if hint else "Embed the ids, add the position vectors of places 0..T-1, run every "
+                "block as block(h, pad), apply the final norm, average the real tokens, then out."))
+        longer = torch.cat([ids, torch.full((batch, 2), PAD)], 1)  # the same tickets, two more pads
+        expect(torch.allclose(call(_named_encoder(model), longer), out, atol=1e-5, rtol=1e-4),
+               "a ticket's scores changed when two pads were added at its end: the pads are read")
+    passed()
+
+
+def _named_encoder(model):
+    def encoder(ids):
+        return model(ids)
+    return encoder
+
+
+# ---------------------------------------------------------------------------------------------
+# from_tiny: a trained TinyTransformer's weights in an encoder of the student's parts
+# ---------------------------------------------------------------------------------------------
+
+class CourseEncoder(nn.Module):
+    """The check's own correct encoder, on the check's own block (the course's parts)."""
+
+    def __init__(self, vocab_size, dim, heads, blocks, ffn, max_tokens, classes=len(TEAMS)):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, dim, padding_idx=PAD)
+        self.position = nn.Embedding(max_tokens, dim)
+        self.blocks = nn.ModuleList(_Block(dim, heads, ffn) for _ in range(blocks))
+        self.norm = nn.LayerNorm(dim)
+        self.out = nn.Linear(dim, classes)
+
+    def forward(self, ids):
+        return _encoder_variant(self, ids)
+
+
+def _same_weights(a, b):
+    return all(pa.shape == pb.shape and torch.equal(pa, pb) for pa, pb in
+               itertools.zip_longest(a.parameters(), b.parameters(), fillvalue=torch.empty(0)))
+
+
+def _block_problem(i, block, layer):
+    """What block i of the encoder does not hold of TinyTransformer's layer i, or None."""
+    where = f"blocks[{i}]"
+    attn = layer.self_attn
+    chunks = dict(zip("qkv", attn.in_proj_weight.chunk(3)))
+    biases = dict(zip("qkv", attn.in_proj_bias.chunk(3)))
+    for name in "qkv":
+        weight = getattr(block.attn, name).weight
+        if torch.equal(weight, chunks[name]):
+            continue
+        for other in "qkv":
+            if torch.equal(weight, chunks[other]):
+                return (f"{where}.attn.{name}.weight holds the {other} rows of in_proj_weight: the rows "
+                        "of in_proj_weight are the queries' (0 to d-1), then the keys' (d to 2d-1), then "
+                        "the values' (2d to 3d-1), so split them in that order")
+            if torch.equal(weight, chunks[other].T):
+                return (f"{where}.attn.{name}.weight holds a transposed slice of in_proj_weight: nn.Linear "
+                        "and in_proj_weight both store (out, in), so copy the slice as it is, without .T")
+        return f"{where}.attn.{name}.weight is not the {name} slice of self_attn.in_proj_weight"
+    for name in "qkv":
+        if not torch.equal(getattr(block.attn, name).bias, biases[name]):
+            return (f"{where}.attn.{name}.bias is not the {name} slice of self_attn.in_proj_bias: the "
+                    "biases are stacked like the weights")
+    if not _same_weights(block.attn.out, attn.out_proj):
+        return f"{where}.attn.out does not hold the layer's self_attn.out_proj"
+    first, second = _linears(block)
+    for mine, theirs, other, name in ((first, layer.linear1, layer.linear2, "linear1"),
+                                      (second, layer.linear2, layer.linear1, "linear2")):
+        if not _same_weights(mine, theirs):
+            if _same_weights(mine, other):
+                return (f"{where}.ffn's Linear layers are swapped: linear1 (d -> d_ff) is the first, "
+                        "widening layer, linear2 the second")
+            return f"{where}.ffn does not hold the layer's {name}"
+    for mine, theirs, other in ((block.norm1, layer.norm1, layer.norm2), (block.norm2, layer.norm2, layer.norm1)):
+        if not _same_weights(mine, theirs):
+            if _same_weights(mine, other):
+                return f"{where}.norm1 and norm2 are swapped: the layer's norm1 goes before attention"
+            return f"{where}'s norm1 and norm2 should hold the layer's norm1 and norm2"
+    return None
+
+
+def _tiny_problem(model, tiny):
+    """What the filled encoder does not hold of the TinyTransformer, or None."""
+    for name in ("embed", "position", "norm", "out"):
+        if not _same_weights(getattr(model, name), getattr(tiny, name)):
+            return f"encoder.{name} does not hold tiny.{name}'s weights: copy them (load_state_dict)"
+    for i, (block, layer) in enumerate(zip(model.blocks, tiny.blocks.layers)):
+        problem = _block_problem(i, block, layer)
+        if problem:
+            return problem
+    return None
+
+
+@task
+def from_tiny(from_tiny, vocab_size=40, dim=16, heads=2, blocks=2, ffn=24, max_tokens=12, batch=4, seed=0):
+    """Check the student's from_tiny on a TinyTransformer with random weights (every weight and
+    norm different, so that any two parts mixed up show) and the check's own encoder."""
+    from ticketnet import TinyTransformer
+
+    torch.manual_seed(seed)
+    tiny = TinyTransformer(vocab_size, dim=dim, heads=heads, blocks=blocks, ffn=ffn,
+                           max_tokens=max_tokens).eval()
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in tiny.parameters():
+            parameter.copy_(0.3 * torch.randn(parameter.shape, generator=generator))
+    _randomize(tiny, generator)
+    torch.manual_seed(seed + 1)
+    model = CourseEncoder(vocab_size, dim, heads, blocks, ffn, max_tokens)
+    kept = {name: value.clone() for name, value in tiny.state_dict().items()}
+    filled = call(from_tiny, model, tiny)
+    expect(all(torch.equal(kept[name], value) for name, value in tiny.state_dict().items()),
+           "from_tiny changed the TinyTransformer it was given: read its weights, do not modify them")
+    expect(filled is not None, "from_tiny returned None: return the encoder, so that "
+           "`mine = from_tiny(Encoder(len(vocab)), model)` gives the filled encoder")
+    expect(isinstance(filled, nn.Module) and hasattr(filled, "blocks"),
+           f"from_tiny should return the encoder it filled, got {type(filled).__name__}")
+    problem = _tiny_problem(filled, tiny)
+    expect(problem is None, f"{problem}." if problem else "")
+    ids = _tickets(vocab_size, batch, max_tokens, generator)
+    with torch.no_grad():
+        got, want = filled.eval()(ids), tiny(ids)
+    expect(torch.allclose(got, want, atol=1e-5, rtol=1e-4),
+           f"the filled encoder's scores differ from the TinyTransformer's by up to "
+           f"{(got - want).abs().max().item():.3g}, although every weight is in place")
     passed()
