@@ -302,6 +302,19 @@ class DeepStack(nn.Module):
             h = h + change if self.residual else change
         return h
 ''', expect=("parameters", "no parameters")),
+    Wrong("DeepStack", "the Linear layers in a plain list", '''
+class DeepStack(nn.Module):
+    def __init__(self, d_model, depth, residual):
+        super().__init__()
+        self.residual = residual
+        self.blocks = [nn.Linear(d_model, d_model) for _ in range(depth)]
+
+    def forward(self, h):
+        for linear in self.blocks:
+            change = linear(attention(h, h, h)[0])
+            h = h + change if self.residual else change
+        return h
+''', expect=("has 0 parameters", "plain python list", "nn.ModuleList")),
 ]
 
 RIGHT += [

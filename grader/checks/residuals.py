@@ -282,7 +282,10 @@ def _stack_outputs(DeepStack, d_model, depth, seed):
         expect(n == expected,
                f"{what} has {n:,} parameters, expected {expected:,} = {depth} blocks x one "
                f"Linear({d_model}, {d_model}) ({d_model * d_model:,} weights + {d_model} biases). "
-               "The token mixing (attention with h as queries, keys and values) has no parameters.")
+               "The token mixing (attention with h as queries, keys and values) has no parameters."
+               + (" None of its layers is registered: nn.Module sees the modules assigned to its "
+                  "attributes, not those inside a plain Python list or dict. Hold the blocks in "
+                  "nn.ModuleList([...]) (or nn.Sequential)." if n == 0 else ""))
         linears = _linears(modules[residual])
         expect(len(linears) == depth and all(
                    (m.in_features, m.out_features) == (d_model, d_model) for m in linears),
