@@ -9,7 +9,7 @@ kernel answers. Across the boundary go
 - back to the judge: plain data only, read by an unpickler that loads no class or function at
   all: tensors of the exact type torch.Tensor (each sent as its dtype's name, its shape and its
   bytes, and rebuilt by the judge), numbers, strings, None, and lists, tuples and string-keyed
-  dicts of these (a tensor subclass sends its numbers only). A module comes back as its description (class, settings, weights, children); a PyTorch
+  dicts of these (a tensor subclass sends its numbers only). A module comes back as its description (class, settings, weights, children, and modules kept in a plain list); a PyTorch
   layer is rebuilt in the judge from it, so its forward is PyTorch's own code. A module of the
   student's own class becomes a `RemoteModule`: its children and weights live in the judge, its
   forward is a request. Anything else comes back as a name and a `repr`, never as an object.
@@ -150,15 +150,25 @@ def _keep(obj):
     return handle
 
 
-def _describe_module(module):
+def _listed_modules(value):
+    """A plain list or tuple of modules, as a module's attribute may hold them (unregistered)."""
+    return isinstance(value, (list, tuple)) and value and all(isinstance(m, nn.Module) for m in value)
+
+
+def _describe_module(module, inside=()):
     kind = type(module)
+    inside = (*inside, id(module))  # a list that holds the module itself would never end
     return {"__module__": _keep(module), "class": f"{kind.__module__}:{kind.__qualname__}",
             "training": module.training,
             "attrs": {k: _setting(v) for k, v in vars(module).items() if k != "training" and _is_setting(v)},
             "params": {k: None if p is None else {"data": p.detach().clone(), "requires_grad": p.requires_grad}
                        for k, p in module._parameters.items()},
             "buffers": {k: None if b is None else b.detach().clone() for k, b in module._buffers.items()},
-            "children": {k: None if m is None else _describe_module(m) for k, m in module._modules.items()}}
+            "children": {k: None if m is None else _describe_module(m, inside) for k, m in module._modules.items()},
+            # modules kept in a plain list, invisible to nn.Module: a check names that mistake
+            "listed": {k: {"tuple": isinstance(v, tuple), "items": [_describe_module(m, inside) for m in v]}
+                       for k, v in vars(module).items()
+                       if _listed_modules(v) and not any(id(m) in inside for m in v)}}
 
 
 def _is_simple_tuple(value):
@@ -609,7 +619,12 @@ def _opaque(name, cache={}):  # noqa: B006
 _MODULE_INTERNALS = {*vars(nn.Module()), "_link", "_handle", "_synced", "_class"}
 
 
-def _build_module(description, link):
+def _build_module(description, link, built=None):
+    """The judge's module for a description. `built` maps the kernel's handles to the modules built
+    so far in this tree, so that a module used twice (one block repeated) stays one module."""
+    built = {} if built is None else built
+    if description["__module__"] in built:
+        return built[description["__module__"]]
     path = description["class"]
     module_name, _, qualname = path.partition(":")
     if module_name.startswith(TRUSTED):
@@ -619,17 +634,24 @@ def _build_module(description, link):
     else:
         module = _remote_module_class(qualname.rsplit(".", 1)[-1])()
         vars(module).update(_link=link, _handle=description["__module__"], _class=path)
-    return _load_description(module, description, link)
+    built[description["__module__"]] = module
+    return _load_description(module, description, link, built)
 
 
-def _load_description(module, description, link):
+def _load_description(module, description, link, built=None):
     """Give `module` the settings, weights, children and modes the kernel described."""
+    built = {} if built is None else built
+    built.setdefault(description["__module__"], module)
     for key, value in description["attrs"].items():
         value = link.decode(value)
         # Settings only (numbers, names, PyTorch's activation functions), never nn.Module's own
         # bookkeeping or a method: a description cannot give PyTorch's layer another forward.
         if _is_setting(value) and key not in _MODULE_INTERNALS and not hasattr(type(module), key):
             vars(module)[key] = value
+    for key, listed in description.get("listed", {}).items():
+        if key not in _MODULE_INTERNALS and not hasattr(type(module), key):
+            items = [_build_module(item, link, built) for item in listed["items"]]
+            vars(module)[key] = tuple(items) if listed["tuple"] else items
     module.training = description["training"]
     # Weights are updated in place where they can be, as they would be in one process: a check
     # holding one of them sees what the student's code did to it.
@@ -651,9 +673,9 @@ def _load_description(module, description, link):
         existing = module._modules.get(key)
         if child is not None and existing is not None and child["class"] == _class_path(existing) and (
                 type(existing).__module__.startswith(TRUSTED) or getattr(existing, "_handle", None) == child["__module__"]):
-            _load_description(existing, child, link)
+            _load_description(existing, child, link, built)
         else:
-            module._modules[key] = None if child is None else _build_module(child, link)
+            module._modules[key] = None if child is None else _build_module(child, link, built)
     if isinstance(module, RemoteModule):  # the kernel holds these very weights
         vars(module)["_synced"] = module._versions()
     return module
