@@ -754,11 +754,18 @@ def test_a_traceback_through_a_part_shows_the_line_of_the_part(tmp_path):
     with pytest.raises(ZeroDivisionError) as caught:
         broken(1)
     assert "return x / 0" in "".join(traceback.format_tb(caught.tb))
+    import linecache  # the lines kept for tracebacks end as a file's lines do
+    assert linecache.getline(caught.tb.tb_next.tb_frame.f_code.co_filename, 2) == "    return x / 0\n"
 
 
 def test_a_missing_notebook_says_to_paste_the_parts_instead(tmp_path):
-    with pytest.raises(tn.PartError, match=r"no notebook .*01-heads\.ipynb.*paste your code of MultiHead"):
-        tn.load_parts("01-heads", "MultiHead", folder=tmp_path)
+    with pytest.raises(tn.PartError) as caught:
+        tn.load_parts("01-heads", "MultiHead", "split_heads", folder=tmp_path)
+    assert str(caught.value) == (
+        f"no notebook {(tmp_path / '01-heads' / '01-heads.ipynb').resolve()}: this cell reads your MultiHead, "
+        "split_heads from your own 01-heads notebook, kept in the course's folder. On Colab or Kaggle, or "
+        "with the notebook elsewhere, paste your code of MultiHead, split_heads (with the functions it uses) "
+        "into this cell instead of the load_parts line.")
 
 
 @pytest.mark.parametrize("name", ["Missing", "rows", "unrelated"], ids=["never defined", "data, not a constant",
@@ -771,9 +778,13 @@ def test_a_name_the_notebook_does_not_define_is_named(tmp_path, name):
 
 
 def test_an_unwritten_part_says_where_to_write_it(tmp_path):
-    _notebook(tmp_path, "01-heads", "def helper(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()")
-    with pytest.raises(tn.PartError, match=r"your helper in 01-heads\.ipynb is not written yet.*write it in 01-heads"):
-        tn.load_parts("01-heads", "helper", folder=tmp_path)
+    _notebook(tmp_path, "01-heads", "def helper(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()",
+              "def other(x):\n    return x")
+    with pytest.raises(tn.PartError) as caught:
+        tn.load_parts("01-heads", "helper", "other", folder=tmp_path)
+    assert str(caught.value) == (
+        "your helper, other in 01-heads.ipynb is not written yet (its code still raises NotImplementedError): "
+        "write it in 01-heads first and save that notebook, or paste a working version into this cell")
 
 
 def test_parts_that_load_earlier_parts_bring_their_code_along(tmp_path):
