@@ -195,3 +195,63 @@ RIGHT += [
         "        s = min(a.size(0), b.size(0))\n"
         "        return torch.linalg.vector_norm(a[:s] - b[:s], ord=float('inf')).item()")),
 ]
+
+# ---------------------------------------------------------------------------------------------
+# rms_norm(x, weight, eps=1e-6)
+# ---------------------------------------------------------------------------------------------
+
+_RMS = '''def rms_norm(x, weight, eps=1e-6):
+{body}
+'''
+
+
+def _rms(body):
+    return _RMS.format(body=body)
+
+
+WRONG += [
+    Wrong("rms_norm", "the mean subtracted: LayerNorm without its bias", _rms(
+        "    centred = x - x.mean(-1, keepdim=True)\n"
+        "    return centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + eps) * weight"),
+        expect=("layernorm", "does not centre")),
+    Wrong("rms_norm", "divided by the standard deviation", _rms(
+        "    return x / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + eps) * weight"),
+        expect=("standard deviation", "root mean square")),
+    Wrong("rms_norm", "eps outside the square root", _rms(
+        "    return x / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps) * weight"),
+        expect=("rms + eps", "inside the square root")),
+    Wrong("rms_norm", "the sum of the squares (the row's length)", _rms(
+        "    return x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * weight"),
+        expect=("sum of the squares", "mean")),
+    Wrong("rms_norm", "no square root", _rms(
+        "    return x / (x.pow(2).mean(-1, keepdim=True) + eps) * weight"),
+        expect=("mean square itself", "square root")),
+    Wrong("rms_norm", "no weight", _rms(
+        "    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)"),
+        expect=("without `* weight`",)),
+    Wrong("rms_norm", "one root mean square over the whole tensor", _rms(
+        "    return x / torch.sqrt(x.pow(2).mean() + eps) * weight"),
+        expect=("all the elements", "last dimension")),
+    Wrong("rms_norm", "a fixed eps", _rms(
+        "    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight"),
+        expect=("whatever eps", "`eps` argument")),
+    Wrong("rms_norm", "PyTorch's own RMSNorm", _rms(
+        "    return F.rms_norm(x, (x.shape[-1],), weight, eps)"),
+        expect=("pytorch's own rmsnorm", "by hand")),
+    Wrong("rms_norm", "a mean without keepdim", _rms(
+        "    return x / torch.sqrt(x.pow(2).mean(-1) + eps) * weight"),
+        expect=("keepdim=True",)),
+]
+
+RIGHT += [
+    Right("rms_norm", "rsqrt of the mean square", _rms(
+        "    return x * torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + eps) * weight")),
+    Right("rms_norm", "the vector norm over sqrt(d), in steps", _rms(
+        "    d = x.shape[-1]\n"
+        "    mean_square = torch.linalg.vector_norm(x, dim=-1, keepdim=True) ** 2 / d\n"
+        "    scale = 1.0 / (mean_square + eps) ** 0.5\n"
+        "    return weight * (x * scale)")),
+    Right("rms_norm", "einsum for the squares, unsqueeze instead of keepdim", _rms(
+        "    mean_square = torch.einsum('...d,...d->...', x, x) / x.size(-1)\n"
+        "    return x / (mean_square + eps).sqrt().unsqueeze(-1) * weight")),
+]

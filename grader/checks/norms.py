@@ -9,6 +9,13 @@ and a row times 1000 leaves unchanged.
 `check_query_shift` runs the student's `query_shift(norm, batch, other)` on a "norm" whose answer is
 known exactly, then on nn.LayerNorm (the query must not move) and on BatchNorm in training mode (it
 must), and on BatchNorm in evaluation mode (it must not: running statistics).
+
+`check_rms_norm` compares the student's `rms_norm(x, weight, eps)` with x / sqrt(mean(x ** 2) + eps)
+* weight on inputs with a row of tiny numbers (eps decides it) and a row far from zero (centring
+would show), refuses PyTorch's own RMSNorm, names the usual mistakes (the mean subtracted, the
+standard deviation, eps outside the root, the sum of the squares, no root, no weight, one statistic
+for the whole tensor, a fixed eps), and checks a root mean square of 1 per row and the scale taken
+out.
 """
 
 
@@ -348,4 +355,109 @@ def check_query_shift(query_shift, seed=0, b=4, s=6, d=8, extra_pads=3):
            f"query_shift says BatchNorm in evaluation mode moved the query by {moved:.3g}; in evaluation "
            "mode it uses its running statistics, the same for every batch, so the shift is 0. Did you "
            "call `norm.train()`? Use the norm in the mode it is given.")
+    passed()
+
+
+# ---------------------------------------------------------------------------------------------
+# rms_norm: the variant without the mean
+# ---------------------------------------------------------------------------------------------
+
+RMS_EPS = 1e-6
+PYTORCH_RMS_NORM = [path for path in ("torch.nn.functional:rms_norm", "torch:rms_norm")
+                    if hasattr(F if path.startswith("torch.nn") else torch, path.split(":")[1])]
+
+
+def _rms(x, dims, eps, squares="mean", eps_outside=False):
+    """The divisor of each row: the root mean square (or a usual wrong one)."""
+    total = (x ** 2).sum(dim=dims, keepdim=True) if squares == "sum" else (x ** 2).mean(dim=dims, keepdim=True)
+    return total.sqrt() + eps if eps_outside else (total + eps).sqrt()
+
+
+def _rms_wrong_versions(x, weight, eps):
+    """(output, message) for each usual mistake of rms_norm, computed in float64."""
+    last = (x.dim() - 1,)
+    mean = x.mean(dim=-1, keepdim=True)
+    variance = x.var(dim=-1, keepdim=True, correction=0)
+    return [
+        ((x - mean) / (variance + eps).sqrt() * weight,
+         "it matches LayerNorm without the bias: the mean is subtracted. RMSNorm does not centre the "
+         "row; it divides the row as it is by its root mean square."),
+        (x / (variance + eps).sqrt() * weight,
+         "it matches dividing by the standard deviation (the spread about the mean). RMSNorm "
+         "divides by the root mean square, sqrt(mean(x ** 2) + eps), where no mean is subtracted."),
+        (x / _rms(x, last, eps, eps_outside=True) * weight,
+         "it matches dividing by `rms + eps`: eps belongs inside the square root, "
+         "sqrt(mean(x ** 2) + eps). The two differ on a row of tiny values, which this check includes."),
+        (x / _rms(x, last, eps, squares="sum") * weight,
+         "it matches the SUM of the squares (the row's length, torch.linalg.norm): RMSNorm takes "
+         "their MEAN, so the rows leave with a root mean square of 1, not a length of 1."),
+        (x / ((x ** 2).mean(dim=-1, keepdim=True) + eps) * weight,
+         "it matches dividing by the mean square itself: take its square root."),
+        (x / _rms(x, last, eps),
+         "it matches the normalized rows without `* weight`: finish with the learned scale."),
+        (x / _rms(x, tuple(range(x.dim())), eps) * weight,
+         "it matches one root mean square over ALL the elements of the tensor: each row (each "
+         "token's d numbers) gets its own, over the last dimension only (dim=-1, keepdim=True)."),
+    ]
+
+
+def _run_rms_norm(rms_norm, x, weight, eps):
+    """Call the student's function on copies; refuse PyTorch's own RMSNorm."""
+    args = (x.clone(), weight.clone())
+    kwargs = {} if eps is None else {"eps": eps}
+    refused = ("rms_norm called PyTorch's own RMSNorm (nn.RMSNorm or F.rms_norm); this task is to "
+               "build it by hand from the mean of the squares.")
+    with refusing(*PYTORCH_RMS_NORM) as used:
+        try:
+            out = call(rms_norm, *args, **kwargs)
+        except AssertionError as error:
+            if used:
+                raise AssertionError(refused) from None
+            if "must match the size" in str(error):
+                raise AssertionError(f"{error}\nA shape clash like this usually means a mean taken "
+                                     "without `keepdim=True`, so it cannot broadcast back against x.") from None
+            raise
+    expect(not used, refused)
+    expect_shape(out, x.shape, f"rms_norm(x of shape {tuple(x.shape)}, weight)")
+    expect(out.dtype == x.dtype, f"rms_norm returned {out.dtype} for a {x.dtype} input")
+    return out.detach()
+
+
+@task
+def check_rms_norm(rms_norm, shapes=((3, 8), (2, 5, 16)), seed=0, eps=None):
+    """Check the student's rms_norm(x, weight, eps=1e-6) against the formula, name the usual
+    mistakes, and check that each row leaves with root mean square 1 and a row times 1000 with the
+    same numbers."""
+    use = RMS_EPS if eps is None else eps
+    for i, shape in enumerate(shapes):
+        x, weight, _ = _inputs(shape, seed + i)
+        kept = x.clone()
+        out = _run_rms_norm(rms_norm, x, weight, eps)
+        expect(torch.equal(x, kept), "rms_norm changed its input x in place; compute a new tensor")
+        expected = x.double() / _rms(x.double(), (x.dim() - 1,), use) * weight.double()
+        if torch.allclose(out.double(), expected, atol=1e-5, rtol=1e-4):
+            continue
+        gap = (out.double() - expected).abs().max().item()
+        where = f"rms_norm on x of shape {tuple(x.shape)} (eps={use:g}) differs from x / sqrt(mean(x ** 2) + eps) * weight by up to {gap:.3g}"
+        for wrong, hint in _rms_wrong_versions(x.double(), weight.double(), use):
+            if torch.allclose(out.double(), wrong, atol=1e-4, rtol=1e-3):
+                raise AssertionError(f"{where}: {hint}")
+        if eps is not None:
+            default = x.double() / _rms(x.double(), (x.dim() - 1,), RMS_EPS) * weight.double()
+            if torch.allclose(out.double(), default, atol=1e-5, rtol=1e-4):
+                raise AssertionError(f"{where}: it matches eps={RMS_EPS:g} whatever eps it is given; use "
+                                     "the `eps` argument, not a fixed number.")
+        raise AssertionError(f"{where}. Expected each row divided by the square root of the mean of "
+                             "its squares plus eps, over the last dimension, then times weight.")
+    x, _, _ = _inputs((4, 32), seed)
+    ones = torch.ones(32)
+    out = _run_rms_norm(rms_norm, x, ones, eps).double()
+    rms = out.pow(2).mean(-1).sqrt()
+    ordinary = torch.ones(4, dtype=torch.bool)
+    ordinary[1] = False  # the quiet row: eps is a large part of its divisor
+    expect(torch.allclose(rms[ordinary], torch.ones_like(rms[ordinary]), atol=1e-3),
+           f"with weight 1 each row should leave with a root mean square of 1; got {rms.tolist()}")
+    big = _run_rms_norm(rms_norm, x * 1000, ones, eps)
+    expect(torch.allclose(big[ordinary], out[ordinary].float(), atol=1e-4, rtol=1e-3),
+           "a row times 1000 should leave with the same numbers (the norm takes out the scale)")
     passed()
