@@ -394,3 +394,65 @@ class MultiHead(nn.Module):
         return self.out(merge_heads(mixed))
 ''')),
 ]
+
+# causal_mask(ids) -------------------------------------------------------------------------------
+
+_CAUSAL = '''def causal_mask(ids):
+    s = ids.shape[1]
+{body}
+'''
+
+
+def _causal(body):
+    return _CAUSAL.format(body=body)
+
+
+WRONG += [
+    Wrong("causal_mask", "the diagonal blocked too", _causal(
+        "    return torch.ones(s, s, dtype=torch.bool).triu(0) | (ids == PAD)[:, None, None, :]"),
+        expect=("diagonal", "read itself", "nan")),
+    Wrong("causal_mask", "the triangle transposed", _causal(
+        "    return torch.ones(s, s, dtype=torch.bool).tril(-1) | (ids == PAD)[:, None, None, :]"),
+        expect=("transposed", "before each query")),
+    Wrong("causal_mask", "no padding", _causal(
+        "    return torch.ones(s, s, dtype=torch.bool).triu(1).expand(ids.shape[0], 1, s, s)"),
+        expect=("pads are not blocked",)),
+    Wrong("causal_mask", "no causal part", _causal(
+        "    return (ids == PAD)[:, None, None, :].expand(-1, 1, s, s)"),
+        expect=("no causal part", "diagonal=1")),
+    Wrong("causal_mask", "inverted: True where a query may read", _causal(
+        "    return ~(torch.ones(s, s, dtype=torch.bool).triu(1) | (ids == PAD)[:, None, None, :])"),
+        expect=("inverted",)),
+    Wrong("causal_mask", "the pads blocked as queries", _causal(
+        "    return torch.ones(s, s, dtype=torch.bool).triu(1) | (ids == PAD)[:, None, :, None]"),
+        expect=("as queries", "keys")),
+    Wrong("causal_mask", "& where | is needed", _causal(
+        "    return torch.ones(s, s, dtype=torch.bool).triu(1) & (ids == PAD)[:, None, None, :]"),
+        expect=("combined with &",)),
+    Wrong("causal_mask", "no heads dimension", _causal(
+        "    return torch.ones(s, s, dtype=torch.bool).triu(1) | (ids == PAD)[:, None, :]"),
+        expect=("one dimension short", "(b, 1, s, s)")),
+    Wrong("causal_mask", "the causal part alone, (s, s)", _causal(
+        "    return torch.ones(s, s, dtype=torch.bool).triu(1)"),
+        expect=("causal part alone", "(b, 1, s, s)")),
+    Wrong("causal_mask", "a float mask", _causal(
+        "    return (torch.ones(s, s).triu(1) + (ids == PAD)[:, None, None, :].float()).clamp(max=1)"),
+        expect=("dtype", "bool")),
+]
+
+RIGHT += [
+    Right("causal_mask", "tril of allowed keys, negated", _causal(
+        "    allowed = torch.tril(torch.ones(s, s, dtype=torch.bool))\n"
+        "    return ~allowed.view(1, 1, s, s) | (ids == PAD).view(-1, 1, 1, s)")),
+    Right("causal_mask", "logical_or of two broadcast masks", _causal(
+        "    positions = torch.arange(s)\n"
+        "    later = positions.unsqueeze(0) > positions.unsqueeze(1)\n"
+        "    return torch.logical_or(later, ids.eq(PAD).unsqueeze(1).unsqueeze(2))")),
+    Right("causal_mask", "a loop filling each ticket's table", _causal(
+        "    out = torch.zeros(ids.shape[0], 1, s, s, dtype=torch.bool)\n"
+        "    for b in range(ids.shape[0]):\n"
+        "        for i in range(s):\n"
+        "            for j in range(s):\n"
+        "                out[b, 0, i, j] = j > i or bool(ids[b, j] == PAD)\n"
+        "    return out")),
+]

@@ -151,6 +151,67 @@ def key_padding_mask(key_padding_mask, lengths=(5, 2, 7), seq=None, seed=0):
 
 
 # ---------------------------------------------------------------------------------------------
+# causal_mask: the padding mask, and no key after its query
+# ---------------------------------------------------------------------------------------------
+
+CAUSAL_SHAPES = {
+    3: "one dimension short: keep a size-1 dimension for the heads, (b, 1, s, s)",
+    2: "the causal part alone, the same for every ticket: combine it with each ticket's pads, "
+       "which gives one (s, s) table per ticket, (b, 1, s, s)",
+}
+
+
+@task
+def causal_mask(causal_mask, lengths=(5, 2, 7), seq=None, seed=0):
+    """token ids (b, s) -> bool (b, 1, s, s), True where key j is a PAD or comes after query i."""
+    ids = _ids(lengths, seq, seed)
+    b, s = ids.shape
+    out = call(causal_mask, ids.clone())
+    expect(isinstance(out, torch.Tensor), f"causal_mask should return a tensor, got {type(out).__name__}")
+    shape = tuple(out.shape)
+    if shape != (b, 1, s, s):
+        why = ("that is the padding mask's shape: the causal part differs from one query to the next, "
+               "so it needs one row per query, (b, 1, s, s)" if shape == (b, 1, 1, s) else
+               CAUSAL_SHAPES.get(len(shape), "expected (b, 1, s, s): batch, heads, queries, keys"))
+        raise AssertionError(f"causal_mask(ids) on ids of shape {(b, s)} returned shape {shape}: {why}.")
+    expect(out.dtype == torch.bool, f"causal_mask returned dtype {out.dtype}; the mask must be bool "
+           "(True where a key is blocked): ticketnet.attention and masked_fill refuse other dtypes.")
+    later = torch.ones(s, s, dtype=torch.bool).triu(1)  # key j after query i
+    pad_keys = (ids == PAD)[:, None, None, :]
+    want = later | pad_keys
+    if torch.equal(out, want):
+        passed()
+        return
+    known = [
+        (~want, "the mask is inverted: it is True where a query may read. True must mean blocked: "
+                "the pads and the keys after the query"),
+        (later.expand(b, 1, s, s), "the pads are not blocked: combine the causal part with ids == PAD "
+                                   "along the keys, with | (a key is blocked if it is later OR a pad)"),
+        (pad_keys.expand(b, 1, s, s), "there is no causal part: each query still reads the keys after it. "
+                                      "Block key j wherever j > i (torch.triu with diagonal=1)"),
+        (torch.ones(s, s, dtype=torch.bool).triu(0) | pad_keys,
+         "the diagonal is blocked too: each token must read itself (diagonal=1). Otherwise the first "
+         "token has no key left, and its softmax row is NaN"),
+        (torch.ones(s, s, dtype=torch.bool).tril(-1) | pad_keys,
+         "the causal part is transposed: it blocks the keys BEFORE each query. Rows are queries, "
+         "columns keys, and key j must be blocked when j > i (the upper triangle)"),
+        (later | (ids == PAD)[:, None, :, None],
+         "the pads are blocked as queries (rows) instead of keys (columns): the pads lie along the last "
+         "dimension, the keys, as in key_padding_mask"),
+        (later & pad_keys, "the two parts are combined with &, which blocks only keys that are both "
+                           "later and pads: a key is blocked if it is later OR a pad, |"),
+    ]
+    for wrong, why in known:
+        if torch.equal(out, wrong.expand(b, 1, s, s)):
+            raise AssertionError(f"causal_mask(ids): {why}.")
+    where = (out != want).nonzero()[0].tolist()
+    raise AssertionError(f"causal_mask(ids) is wrong at ticket {where[0]}, query {where[2]}, key {where[3]}: "
+                         f"it should be {bool(want[tuple(where)])} there (key {where[3]} is "
+                         f"{'a pad' if ids[where[0], where[3]] == PAD else 'a real token'}, "
+                         f"{'after' if where[3] > where[2] else 'not after'} the query).")
+
+
+# ---------------------------------------------------------------------------------------------
 # MultiHead
 # ---------------------------------------------------------------------------------------------
 
