@@ -177,3 +177,7 @@ def test_an_earlier_parts_cell_with_the_students_own_code_is_left_as_it_is():
     notebook.cells[1].source = "class MultiHead(nn.Module):\n    pass  # pasted from section 1"
     assert repair(notebook, reference) == []
     assert notebook.cells[1].source.startswith("class MultiHead")
+    notebook.cells[1].metadata = {}  # and an editor then strips its tag: found again by its id
+    assert repair(notebook, reference) == ["the tag of the cell that loads earlier parts was put back"]
+    assert [c.metadata.get("tags") for c in notebook.cells] == [None, ["earlier-parts"], None]
+    assert len(notebook.cells) == 3 and notebook.cells[1].source.startswith("class MultiHead")
