@@ -83,6 +83,14 @@ def repair(notebook, reference):
     return notes
 
 
+def _position_of(notebook, cell):
+    """Where the notebook holds `cell` (the same id, or the same text), or None."""
+    if cell is None:
+        return None
+    return next((i for i, c in enumerate(notebook.cells)
+                 if (cell.get("id") and c.get("id") == cell.get("id")) or c.source == cell.source), None)
+
+
 def _restore_parts_cell(notebook, reference):
     """Tag the notebook's earlier-parts cell again, or put it back; returns the notes."""
     notes = []
@@ -95,9 +103,10 @@ def _restore_parts_cell(notebook, reference):
             match.metadata.setdefault("tags", []).append(PARTS_TAG)
             notes.append("the tag of the cell that loads earlier parts was put back")
             continue
-        before = reference.cells[position - 1] if position else None
-        after = next((i + 1 for i, c in enumerate(notebook.cells) if before is not None
-                      and (c.get("id") == before.get("id") or c.source == before.source)), position)
-        notebook.cells.insert(min(after, len(notebook.cells)), copy.deepcopy(wanted))
+        # after the cell it followed, else before the one that followed it, else where it was
+        previous = _position_of(notebook, reference.cells[position - 1]) if position else None
+        following = reference.cells[position + 1] if position + 1 < len(reference.cells) else None
+        at = previous + 1 if previous is not None else _position_of(notebook, following)
+        notebook.cells.insert(min(position, len(notebook.cells)) if at is None else at, copy.deepcopy(wanted))
         notes.append("the deleted cell that loads earlier parts was put back")
     return notes

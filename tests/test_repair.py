@@ -169,6 +169,21 @@ def test_a_deleted_earlier_parts_cell_goes_back_after_the_cell_it_followed():
     assert repair(notebook, reference) == ["the deleted cell that loads earlier parts was put back"]
     assert [c.source for c in notebook.cells] == ["# a note of the student's", "from ticketnet import load_parts",
                                                   reference.cells[1].source, "block = MultiHead(64, 4)"]
+    # the cell it followed deleted too: it goes back where the release has it
+    notebook = copy.deepcopy(reference)
+    del notebook.cells[:2]
+    assert repair(notebook, reference) == ["the deleted cell that loads earlier parts was put back"]
+    assert [c.source for c in notebook.cells] == [reference.cells[1].source, "block = MultiHead(64, 4)"]
+    # a release that opens with it: it goes back first, not after the release's last cell
+    first = new_notebook(cells=[copy.deepcopy(reference.cells[1]), copy.deepcopy(reference.cells[2])])
+    notebook = copy.deepcopy(first)
+    del notebook.cells[0]
+    assert repair(notebook, first) == ["the deleted cell that loads earlier parts was put back"]
+    assert [c.source for c in notebook.cells] == [first.cells[0].source, "block = MultiHead(64, 4)"]
+    # neither neighbour left: where the release has it, as far as the notebook reaches
+    notebook = new_notebook(cells=[new_code_cell("# all rewritten"), new_code_cell("# by the student")])
+    repair(notebook, reference)
+    assert [c.source for c in notebook.cells] == ["# all rewritten", reference.cells[1].source, "# by the student"]
 
 
 def test_an_earlier_parts_cell_with_the_students_own_code_is_left_as_it_is():
