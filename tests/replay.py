@@ -97,13 +97,27 @@ def _texts(output):
 _nbval_compare = IPyNbCell.compare_outputs
 
 
+def _coalesced(outputs):
+    """The outputs with consecutive stream outputs of one name joined: how a cell's prints are cut
+    into messages depends on when the kernel flushed, not on what the cell printed."""
+    joined = []
+    for output in copy.deepcopy(outputs):
+        last = joined[-1] if joined else None
+        if (output.get("output_type") == "stream" and last is not None and last.get("output_type") == "stream"
+                and last.get("name") == output.get("name")):
+            last["text"] += output["text"]
+        else:
+            joined.append(output)
+    return joined
+
+
 def compare_outputs(self, test, ref, skip_compare=None):
     """nbval's comparison, after replacing every new text that agrees within the cell's tolerance
     by the stored one; what still differs fails as nbval reports it, with the numbers named."""
     tolerance = Tolerance.of(self.cell)
     if tolerance is None:
         return _nbval_compare(self, test, ref, skip_compare)
-    test = copy.deepcopy(test)
+    test, ref = _coalesced(test), _coalesced(ref)
     problems = []
     if len(test) == len(ref):
         for new_output, stored_output in zip(test, ref):

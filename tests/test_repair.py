@@ -169,6 +169,21 @@ def test_a_deleted_earlier_parts_cell_goes_back_after_the_cell_it_followed():
     assert repair(notebook, reference) == ["the deleted cell that loads earlier parts was put back"]
     assert [c.source for c in notebook.cells] == ["# a note of the student's", "from ticketnet import load_parts",
                                                   reference.cells[1].source, "block = MultiHead(64, 4)"]
+    # a cell of the student's between the cell it followed and the next: right after the former
+    notebook = copy.deepcopy(reference)
+    notebook.cells[1] = new_code_cell("# mine")
+    before = copy.deepcopy(reference)
+    repair(notebook, reference)
+    assert [c.source for c in notebook.cells] == ["from ticketnet import load_parts", reference.cells[1].source,
+                                                  "# mine", "block = MultiHead(64, 4)"]
+    notebook.cells[1].metadata["execution"] = {"iopub.status.busy": "2026-12-01T10:00:00Z"}  # as running it does
+    notebook.cells[1].outputs.append(nbformat.v4.new_output("stream", name="stdout", text="ok\n"))
+    assert reference == before  # the cell put back is a copy, not the release's own
+    # the release's last cell: after the cell it followed
+    last = new_notebook(cells=copy.deepcopy(reference.cells[:2]))
+    notebook = new_notebook(cells=copy.deepcopy(last.cells[:1]))
+    repair(notebook, last)
+    assert [c.source for c in notebook.cells] == [c.source for c in last.cells]
     # the cell it followed deleted too: it goes back where the release has it
     notebook = copy.deepcopy(reference)
     del notebook.cells[:2]
