@@ -179,6 +179,20 @@ def test_a_deleted_earlier_parts_cell_goes_back_after_the_cell_it_followed():
     notebook.cells[1].metadata["execution"] = {"iopub.status.busy": "2026-12-01T10:00:00Z"}  # as running it does
     notebook.cells[1].outputs.append(nbformat.v4.new_output("stream", name="stdout", text="ok\n"))
     assert reference == before  # the cell put back is a copy, not the release's own
+    # the cell it followed edited by the student: found by its id; ids changed: found by its text
+    notebook = copy.deepcopy(reference)
+    notebook.cells[0].source = "from ticketnet import load_parts  # mine"
+    notebook.cells[1] = new_code_cell("# mine")
+    repair(notebook, reference)
+    assert [c.source for c in notebook.cells][:3] == ["from ticketnet import load_parts  # mine",
+                                                      reference.cells[1].source, "# mine"]
+    notebook = new_notebook(cells=[new_code_cell("# a"), new_code_cell("# b"), copy.deepcopy(reference.cells[0]),
+                                   copy.deepcopy(reference.cells[2])])
+    for cell in notebook.cells:
+        cell.id = f"other-{cell.id}"
+    repair(notebook, reference)
+    assert [c.source for c in notebook.cells] == ["# a", "# b", "from ticketnet import load_parts",
+                                                  reference.cells[1].source, "block = MultiHead(64, 4)"]
     # the release's last cell: after the cell it followed
     last = new_notebook(cells=copy.deepcopy(reference.cells[:2]))
     notebook = new_notebook(cells=copy.deepcopy(last.cells[:1]))
