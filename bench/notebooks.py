@@ -3,8 +3,9 @@ student runs it, and as the autograder runs it (NBGRADER_EXECUTION set, training
 against the course's budgets (sections 1-5 under 60 s, 6 and 7 under 5 minutes; under 20 s
 per submitted notebook when graded).
 
-Each notebook runs on a copy in a temporary folder (the stored outputs are not touched); the
-set-up cell finds the course through COURSE_ROOT.
+Each notebook runs on a copy in a temporary folder (the stored outputs are not touched), beside
+copies of the other sections' notebooks laid out as in the course (sections 5 and 6 read earlier
+parts from them with load_parts); the set-up cell finds the course through COURSE_ROOT.
 
     python bench/notebooks.py [--write]
     python bench/notebooks.py --sections 02-positions --modes grading
@@ -42,12 +43,14 @@ def execute(section, grading, timeout=900):
         os.environ["NBGRADER_EXECUTION"] = "autograde"
     try:
         with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / f"{section}.ipynb"
-            shutil.copy(solution_notebook(section), path)
-            notebook = nbformat.read(path, as_version=4)
+            for other in SECTIONS:  # a student's notebooks, each in its own folder
+                (Path(folder) / other).mkdir()
+                shutil.copy(solution_notebook(other), Path(folder) / other / f"{other}.ipynb")
+            here = Path(folder) / section
+            notebook = nbformat.read(here / f"{section}.ipynb", as_version=4)
             start = time.perf_counter()
             NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                           resources={"metadata": {"path": folder}}).execute()
+                           resources={"metadata": {"path": str(here)}}).execute()
             return time.perf_counter() - start
     finally:
         os.environ.clear()
