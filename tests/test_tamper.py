@@ -1,8 +1,8 @@
 """The tamper catalogue: submissions that try to earn points without the work, from inside their
-own kernel. Each is a 01-heads notebook with two tasks answered right (split_heads,
-key_padding_mask: 4 points) and two wrong (merge_heads, MultiHead), plus one attack. Graded by
-`grader check` and by `grader autograde`, each must earn exactly its honest 4 of 9 points, and the
-checks its attack fooled in the notebook are flagged.
+own kernel. Each is a 01-heads notebook with two tasks answered wrong (merge_heads, MultiHead) and
+the others right, plus one attack. Graded by `grader check` and by `grader autograde`, each must
+earn exactly its honest points (all but those of the two wrong tasks), and the checks its attack
+fooled in the notebook are flagged.
 
 A right answer that warns and prints as it works is here too: it must keep full marks. And two ways
 to break the grader's probe in the kernel, which can only cost the submission its own points.
@@ -21,12 +21,14 @@ import pytest
 from grader import catalogue, sample_class
 from grader.autograde import autograde
 from grader.course import ROOT
+from grader.judge import check_cells
 
 SECTION = "01-heads"
 # The wrong answers: the right shapes, wrong numbers, so that only comparing values can tell.
 WRONG = {"merge_heads": "reshape without transposing back",
          "MultiHead": "scaled by sqrt(d_model) instead of sqrt(dh)"}
-HONEST = 4.0
+FULL = sum(points for _, points in check_cells(SECTION).values())  # every task of the section
+HONEST = float(FULL - sum(check_cells(SECTION)[f"test_{name}"][1] for name in WRONG))
 
 # Attack name -> (what it does, a cell before the first answer, a line after each answer (with
 # {name}), a last cell, whether the notebook's own checks all pass).
@@ -174,7 +176,7 @@ def test_breaking_the_probe_costs_only_the_submissions_own_points_and_is_flagged
 @pytest.mark.nbgrader
 def test_a_right_answer_that_warns_and_prints_keeps_full_marks(attacks):
     result = _check(attacks / "noisy" / f"{SECTION}.ipynb")
-    assert result["score"] == result["max_score"] == 9, result["tasks"]
+    assert result["score"] == result["max_score"] == FULL, result["tasks"]
     assert not result["flags"]
 
 
@@ -185,17 +187,17 @@ def test_the_whole_tamper_catalogue_through_autograde(attacks, tmp_path):
     assert set(by_student) == {*ATTACKS, *SABOTAGE, "noisy"}
     for attack, (what, *_, fooled) in ATTACKS.items():
         assert by_student[attack]["score"] == HONEST, (what, by_student[attack]["tasks"])
-    assert by_student["noisy"]["score"] == 9
+    assert by_student["noisy"]["score"] == FULL
     grades = pd.read_csv(tmp_path / "out" / "grades.csv").set_index("student")
     assert (grades.loc[list(ATTACKS), "01-heads:total"] == HONEST).all()
-    assert grades.loc["noisy", "01-heads:total"] == 9
+    assert grades.loc["noisy", "01-heads:total"] == FULL
     flagged = [a for a, (*_, fooled) in ATTACKS.items() if fooled]
     assert all("passed in the notebook" in grades.loc[a, "problems"] for a in flagged)
     report = (tmp_path / "out" / "report.html").read_text()
     assert all(f"<li>{a}, 01-heads.ipynb: test_" in report for a in flagged)
     assert all(by_student[a]["score"] <= HONEST for a in SABOTAGE)
     feedback = (tmp_path / "out" / "feedback" / "writes-the-gradebook" / "01-heads.html").read_text()
-    total = 9 + by_student["writes-the-gradebook"]["written_max_score"]
+    total = FULL + by_student["writes-the-gradebook"]["written_max_score"]
     assert re.findall(r"Score: [\d.]+ / [\d.]+", feedback)[0] == f"Score: {HONEST} / {total}"  # not 104
 
 
@@ -365,7 +367,7 @@ def test_no_submission_reaches_outside_its_sandbox(containment_class, tmp_path, 
             # writing on every descriptor may break the kernel's own connection: its own loss only
             assert got == HONEST or (attack == "kills-the-server" and got < HONEST), \
                 (what, by_student[attack]["error"], by_student[attack]["tasks"])
-        assert by_student["right-one"]["score"] == by_student["right-two"]["score"] == 9, "a classmate lost points"
+        assert by_student["right-one"]["score"] == by_student["right-two"]["score"] == FULL, "a classmate lost points"
         assert by_student["wrong-too"]["score"] == HONEST, "a rigged check graded a classmate"
         assert not any(r.get("flags") for s, r in by_student.items() if s in ("right-one", "right-two", "wrong-too"))
         with pytest.raises(BlockingIOError):
