@@ -106,6 +106,30 @@ def test_release_gives_away_no_solution_hidden_test_or_mark_scheme(section):
                 assert line.strip() not in code, f"{section}: release code shows the hidden line {line.strip()!r}"
 
 
+def _bare(text):
+    """Code without comments or whitespace, so that a reflowed or re-spaced copy still matches."""
+    return re.sub(r"\s+", "", "\n".join(line.split("#")[0] for line in text.splitlines()))
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_no_answer_is_shown_above_its_task_nor_in_any_text(section):
+    """A task must need thought: no line of its answer appears in a cell above it (where it could
+    be copied from) nor in any markdown (the summary and reference tables included)."""
+    released = read(release_notebook(section)).cells
+    prose = _bare("\n".join(c.source for c in released if c.cell_type == "markdown"))
+    position = {grading(c).get("grade_id"): i for i, c in enumerate(released)}
+    for cell in read(solution_notebook(section)).cells:
+        answer = re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S)
+        if cell.cell_type != "code" or not answer:
+            continue
+        above = _bare("\n".join(c.source for c in released[:position[grading(cell)["grade_id"]]]))
+        for line in "\n".join(answer).splitlines():
+            bare = _bare(line)
+            if len(bare) > 20:  # long enough to be the answer, not `return h` or a bracket
+                assert bare not in above, f"{section}: {line.strip()!r} of {grading(cell)['grade_id']} is shown above it"
+                assert bare not in prose, f"{section}: {line.strip()!r} of {grading(cell)['grade_id']} is in the text"
+
+
 def test_a_fork_sets_its_address_in_one_place_and_the_release_restamps_it():
     """grader.course.COURSE_REPO feeds the badges and every set-up cell (`python -m grader release`)."""
     code = """
