@@ -12,13 +12,11 @@ INIT = '''class Block(nn.Module):
 
     def __init__(self, d_model, heads, d_ff):
         super().__init__()
-        self.norm1 = nn.LayerNorm(d_model)
-        self.attn = MultiHead(d_model, heads)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.ffn = FeedForward(d_model, d_ff)
         self.heads = heads
+        self.norm1, self.attn = nn.LayerNorm(d_model), MultiHead(d_model, heads)
+        self.norm2, self.ffn = nn.LayerNorm(d_model), FeedForward(d_model, d_ff)
 '''
-MASK = "        mask = None if pad is None else pad[:, None, None, :]\n"
+MASK = "        blocked = None if pad is None else pad[:, None, None, :]\n"
 
 
 def block(forward, init=INIT):
@@ -36,7 +34,7 @@ def reference(body):
     return "def to_reference(block):\n" + body
 
 
-RIGHT_FORWARD = MASK + '''        h = h + self.attn(self.norm1(h), mask)
+RIGHT_FORWARD = MASK + '''        h = h + self.attn(self.norm1(h), blocked)
         return h + self.ffn(self.norm2(h))
 '''
 
@@ -69,22 +67,22 @@ def to_ref(dropout="0.0", batch_first="True", norm_first="True", order="qkv", a=
 
 WRONG = [
     # ---- Block: the silent failures of the section -------------------------------------------
-    Wrong("Block", "post-norm: the norm after each addition", block(MASK + '''        h = self.norm1(h + self.attn(h, mask))
+    Wrong("Block", "post-norm: the norm after each addition", block(MASK + '''        h = self.norm1(h + self.attn(h, blocked))
         return self.norm2(h + self.ffn(h))
 '''), ("post-norm", "normalizes the sum")),
     Wrong("Block", "residual after the norm: norm1(h) + attn(norm1(h))", block(MASK + '''        h = self.norm1(h)
-        h = h + self.attn(h, mask)
+        h = h + self.attn(h, blocked)
         h = self.norm2(h)
         return h + self.ffn(h)
 '''), ("un-normalized",)),
-    Wrong("Block", "first residual missing", block(MASK + '''        h = self.attn(self.norm1(h), mask)
+    Wrong("Block", "first residual missing", block(MASK + '''        h = self.attn(self.norm1(h), blocked)
         return h + self.ffn(self.norm2(h))
 '''), ("attention step", "missing residual")),
-    Wrong("Block", "second residual missing", block(MASK + '''        h = h + self.attn(self.norm1(h), mask)
+    Wrong("Block", "second residual missing", block(MASK + '''        h = h + self.attn(self.norm1(h), blocked)
         return self.ffn(self.norm2(h))
 '''), ("feed-forward step", "missing residual")),
-    Wrong("Block", "mask inverted: ~pad", block('''        mask = None if pad is None else ~pad[:, None, None, :]
-        h = h + self.attn(self.norm1(h), mask)
+    Wrong("Block", "mask inverted: ~pad", block('''        blocked = None if pad is None else ~pad[:, None, None, :]
+        h = h + self.attn(self.norm1(h), blocked)
         return h + self.ffn(self.norm2(h))
 '''), ("inverted", "~pad")),
     Wrong("Block", "mask ignored", block('''        h = h + self.attn(self.norm1(h))
@@ -93,20 +91,20 @@ WRONG = [
     Wrong("Block", "pad passed as it is, (batch, seq)", block('''        h = h + self.attn(self.norm1(h), pad)
         return h + self.ffn(self.norm2(h))
 '''), ("mask has 2 dimensions", "(batch, 1, 1, keys)")),
-    Wrong("Block", "mask built as (batch, 1, seq): the shape of one head's scores", block('''        mask = None if pad is None else pad[:, None, :]
-        h = h + self.attn(self.norm1(h), mask)
+    Wrong("Block", "mask built as (batch, 1, seq): the shape of one head's scores", block('''        blocked = None if pad is None else pad[:, None, :]
+        h = h + self.attn(self.norm1(h), blocked)
         return h + self.ffn(self.norm2(h))
 '''), ("mask has 3 dimensions",)),
     Wrong("Block", "mask reshaped without a None check: pad=None crashes", block('''        h = h + self.attn(self.norm1(h), pad[:, None, None, :])
         return h + self.ffn(self.norm2(h))
 '''), ("without pad must work", "mask=None")),
-    Wrong("Block", "norm1 and norm2 swapped in forward", block(MASK + '''        h = h + self.attn(self.norm2(h), mask)
+    Wrong("Block", "norm1 and norm2 swapped in forward", block(MASK + '''        h = h + self.attn(self.norm2(h), blocked)
         return h + self.ffn(self.norm1(h))
 '''), ("norm1 and norm2 are swapped",)),
-    Wrong("Block", "attention on the raw h, norm1 unused", block(MASK + '''        h = h + self.attn(h, mask)
+    Wrong("Block", "attention on the raw h, norm1 unused", block(MASK + '''        h = h + self.attn(h, blocked)
         return h + self.ffn(self.norm2(h))
 '''), ("differs from nn.TransformerEncoderLayer", "norm1(h)")),
-    Wrong("Block", "h += on the caller's tensor", block(MASK + '''        h += self.attn(self.norm1(h), mask)
+    Wrong("Block", "h += on the caller's tensor", block(MASK + '''        h += self.attn(self.norm1(h), blocked)
         h += self.ffn(self.norm2(h))
         return h
 '''), ("in place",)),
@@ -120,7 +118,7 @@ WRONG = [
         ("MultiHead(64, heads) from section 1",)),
     Wrong("Block", "the head count not kept", block(RIGHT_FORWARD, INIT.replace("        self.heads = heads\n", "")),
           ("self.heads",)),
-    Wrong("Block", "an extra LayerNorm at the end of the block", block(MASK + '''        h = h + self.attn(self.norm1(h), mask)
+    Wrong("Block", "an extra LayerNorm at the end of the block", block(MASK + '''        h = h + self.attn(self.norm1(h), blocked)
         return self.final(h + self.ffn(self.norm2(h)))
 ''', INIT + "        self.final = nn.LayerNorm(d_model)\n"), ("50,112", "49,984")),
 
@@ -155,13 +153,13 @@ WRONG = [
     # ---- PostNormBlock ----------------------------------------------------------------------------
     Wrong("PostNormBlock", "pre-norm again: Block's forward", post(RIGHT_FORWARD),
           ("each step (attention and feed-forward) adds part(norm(h)) to the raw h",)),
-    Wrong("PostNormBlock", "attention reads the normalized h, then the sum is normalized", post(MASK + '''        h = self.norm1(h + self.attn(self.norm1(h), mask))
+    Wrong("PostNormBlock", "attention reads the normalized h, then the sum is normalized", post(MASK + '''        h = self.norm1(h + self.attn(self.norm1(h), blocked))
         return self.norm2(h + self.ffn(self.norm2(h)))
 '''), ("differs from nn.TransformerEncoderLayer(norm_first=False",)),
-    Wrong("PostNormBlock", "post-norm without the second norm", post(MASK + '''        h = self.norm1(h + self.attn(h, mask))
+    Wrong("PostNormBlock", "post-norm without the second norm", post(MASK + '''        h = self.norm1(h + self.attn(h, blocked))
         return h + self.ffn(h)
 '''), ("norm2 after the feed-forward network",)),
-    Wrong("PostNormBlock", "norms swapped", post(MASK + '''        h = self.norm2(h + self.attn(h, mask))
+    Wrong("PostNormBlock", "norms swapped", post(MASK + '''        h = self.norm2(h + self.attn(h, blocked))
         return self.norm1(h + self.ffn(h))
 '''), ("norm1 and norm2 are swapped",)),
     Wrong("PostNormBlock", "mask ignored", post('''        h = self.norm1(h + self.attn(h))
@@ -171,9 +169,9 @@ WRONG = [
 
 RIGHT = [
     # ---- Block ----------------------------------------------------------------------------------
-    Right("Block", "intermediate names, one line per step", block('''        mask = pad.unsqueeze(1).unsqueeze(2) if pad is not None else None
+    Right("Block", "intermediate names, one line per step", block('''        blocked = pad.unsqueeze(1).unsqueeze(2) if pad is not None else None
         normed = self.norm1(h)
-        mixed = self.attn(normed, mask)
+        mixed = self.attn(normed, blocked)
         h = h + mixed
         changed = self.ffn(self.norm2(h))
         return h + changed
@@ -192,8 +190,8 @@ RIGHT = [
 
     def forward(self, h, pad=None):
         b, s, _ = h.shape
-        mask = pad.view(b, 1, 1, s) if pad is not None else None
-        h = h + self.attn(self.norm1(h), mask)
+        blocked = pad.view(b, 1, 1, s) if pad is not None else None
+        h = h + self.attn(self.norm1(h), blocked)
         return h + self.ffn(self.norm2(h))
 '''),
     Right("Block", "a helper method per step, other argument names", INIT + '''
@@ -205,8 +203,8 @@ RIGHT = [
         stream = stream + self.ffn(self.norm2(stream))
         return stream
 '''),
-    Right("Block", "the mask made by key_padding_mask's rule from the pad itself", block('''        mask = pad[:, None, None, :] if pad is not None else None
-        x = h + self.attn(self.norm1(h), mask=mask)
+    Right("Block", "the mask made by key_padding_mask's rule from the pad itself", block('''        blocked = pad[:, None, None, :] if pad is not None else None
+        x = h + self.attn(self.norm1(h), mask=blocked)
         y = x + self.ffn(self.norm2(x))
         return y
 ''')),
@@ -286,8 +284,8 @@ class BackwardsFeedForward(nn.Module):
         super().__init__(d_model, heads, d_ff)
 
     def forward(self, h, pad=None):
-        mask = pad[:, None, None, :] if pad is not None else None
-        attended = self.attn(h, mask)
+        blocked = pad[:, None, None, :] if pad is not None else None
+        attended = self.attn(h, blocked)
         h = self.norm1(h + attended)
         return self.norm2(h + self.ffn(h))
 '''),

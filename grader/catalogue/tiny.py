@@ -44,8 +44,8 @@ ENCODER_FORWARD = '''
     def forward(self, ids):
         pad = ids == PAD
         h = self.embed(ids) + self.position(torch.arange(ids.shape[1]))
-        for block in self.blocks:
-            h = block(h, pad)
+        for layer in self.blocks:
+            h = layer(h, pad)
         h = self.norm(h)
         real = (~pad).unsqueeze(-1).float()
         return self.out((h * real).sum(1) / real.sum(1))
@@ -191,7 +191,7 @@ WRONG = [
     Wrong("Encoder", "no position vectors", encoder(replace=[(
         "self.embed(ids) + self.position(torch.arange(ids.shape[1]))", "self.embed(ids)")]),
           ("no position vectors",)),
-    Wrong("Encoder", "the blocks get no mask", encoder(replace=[("block(h, pad)", "block(h)")]),
+    Wrong("Encoder", "the blocks get no mask", encoder(replace=[("layer(h, pad)", "layer(h)")]),
           ("no padding mask", "block(h, pad)")),
     Wrong("Encoder", "the mean over every position, pads included", encoder(replace=[(
         "self.out((h * real).sum(1) / real.sum(1))", "self.out(h.mean(1))")]), ("pads included",)),
@@ -206,12 +206,12 @@ WRONG = [
     Wrong("Encoder", "no final norm", encoder(replace=[("        h = self.norm(h)\n", "")]),
           ("no final norm",)),
     Wrong("Encoder", "no mask and the mean over every position", encoder(replace=[
-        ("block(h, pad)", "block(h)"), ("self.out((h * real).sum(1) / real.sum(1))", "self.out(h.mean(1))")]),
+        ("layer(h, pad)", "layer(h)"), ("self.out((h * real).sum(1) / real.sum(1))", "self.out(h.mean(1))")]),
           ("no padding mask", "pads included")),
     Wrong("Encoder", "the pooled vector returned, not the scores", encoder(replace=[(
         "self.out((h * real).sum(1) / real.sum(1))", "(h * real).sum(1) / real.sum(1)")]), ("has shape", "(4, 5)")),
     Wrong("Encoder", "only the last block applied", encoder(replace=[(
-        "        for block in self.blocks:\n            h = block(h, pad)\n", "        h = self.blocks[-1](h, pad)\n")]),
+        "        for layer in self.blocks:\n            h = layer(h, pad)\n", "        h = self.blocks[-1](h, pad)\n")]),
           ("differs from tinytransformer",)),
 
     # ---- from_tiny -------------------------------------------------------------------------

@@ -77,16 +77,15 @@ class _Block(nn.Module):
 
     def __init__(self, d_model, heads, d_ff):
         super().__init__()
-        self.norm1 = nn.LayerNorm(d_model)
-        self.attn = _MultiHead(d_model, heads)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.ffn = _FeedForward(d_model, d_ff)
+        parts = nn.LayerNorm(d_model), _MultiHead(d_model, heads), nn.LayerNorm(d_model), _FeedForward(d_model, d_ff)
+        for name, part in zip(CHILDREN, parts):
+            self.add_module(name, part)
         self.heads = heads
 
     def forward(self, h, pad=None):
-        mask = None if pad is None else pad[:, None, None, :]
-        h = h + self.attn(self.norm1(h), mask)
-        return h + self.ffn(self.norm2(h))
+        blocked = None if pad is None else pad[:, None, None, :]
+        stream = h + self.attn(self.norm1(h), blocked)
+        return stream + self.ffn(self.norm2(stream))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -314,8 +314,8 @@ def _encoder_variant(model, ids, positions=True, mask=True, pool="mean", norm="b
     h = model.embed(ids)
     if positions:
         h = h + model.position(torch.arange(ids.shape[1]))
-    for block in model.blocks:
-        h = block(h, pad if mask else None)
+    for stage in model.blocks:
+        h = stage(h, pad if mask else None)
     if norm == "before":
         h = model.norm(h)
     real = (~pad).unsqueeze(-1).float()
