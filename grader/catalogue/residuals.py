@@ -375,3 +375,141 @@ class DeepStack(nn.Module):
         return h
 '''),
 ]
+
+# ---------------------------------------------------------------------------------------------
+# ReZeroStack
+# ---------------------------------------------------------------------------------------------
+
+_REZERO = '''
+class ReZeroStack(nn.Module):
+    def __init__(self, d_model, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(depth))
+        self.alpha = {alpha}
+
+    def forward(self, h):
+        for i, linear in enumerate(self.blocks):
+            {step}
+        return h
+'''
+
+
+def _rezero(alpha="nn.Parameter(torch.zeros(depth))",
+            step="h = h + self.alpha[i] * linear(attention(h, h, h)[0])"):
+    return _REZERO.format(alpha=alpha, step=step)
+
+
+WRONG += [
+    Wrong("ReZeroStack", "the alphas a plain tensor, not an nn.Parameter",
+          _rezero(alpha="torch.zeros(depth)"),
+          expect=("parameters", "not parameters", "nn.Parameter")),
+    Wrong("ReZeroStack", "the alphas a Python list of parameters",
+          _rezero(alpha="[nn.Parameter(torch.zeros(())) for _ in range(depth)]"),
+          expect=("not parameters", "python list", "nn.ParameterList")),
+    Wrong("ReZeroStack", "one alpha shared by every block",
+          _rezero(alpha="nn.Parameter(torch.zeros(()))", step="h = h + self.alpha * linear(attention(h, h, h)[0])"),
+          expect=("one alpha shared", "alpha[i]")),
+    Wrong("ReZeroStack", "the blocks in a plain Python list", '''
+class ReZeroStack(nn.Module):
+    def __init__(self, d_model, depth):
+        super().__init__()
+        self.blocks = [nn.Linear(d_model, d_model) for _ in range(depth)]
+        self.alpha = nn.Parameter(torch.zeros(depth))
+
+    def forward(self, h):
+        for alpha, linear in zip(self.alpha, self.blocks):
+            h = h + alpha * linear(attention(h, h, h)[0])
+        return h
+''', expect=("has 12 parameters", "plain python list", "nn.ModuleList")),
+    Wrong("ReZeroStack", "the alphas start at 1", _rezero(alpha="nn.Parameter(torch.ones(depth))"),
+          expect=("start at", "expected zeros", "plain residual stack")),
+    Wrong("ReZeroStack", "the alphas start random", _rezero(alpha="nn.Parameter(torch.randn(depth))"),
+          expect=("start at", "expected zeros")),
+    Wrong("ReZeroStack", "replaces h by the scaled change (no shortcut)",
+          _rezero(step="h = self.alpha[i] * linear(attention(h, h, h)[0])"),
+          expect=("returns zeros", "h + alpha[i]")),
+    Wrong("ReZeroStack", "the change added without its alpha",
+          _rezero(step="h = h + linear(attention(h, h, h)[0])"),
+          expect=("without alpha",)),
+    Wrong("ReZeroStack", "alpha scales the Linear's input: the bias escapes",
+          _rezero(step="h = h + linear(self.alpha[i] * attention(h, h, h)[0])"),
+          expect=("bias escapes alpha",)),
+    Wrong("ReZeroStack", "alpha scales the Linear's weight only: the bias escapes",
+          _rezero(step="h = h + nn.functional.linear(attention(h, h, h)[0], self.alpha[i] * linear.weight, "
+                       "linear.bias)"),
+          expect=("bias escapes alpha",)),
+    Wrong("ReZeroStack", "alpha[0] for every block",
+          _rezero(step="h = h + self.alpha[0] * linear(attention(h, h, h)[0])"),
+          expect=("alpha[0]", "its own alpha[i]")),
+    Wrong("ReZeroStack", "the alphas paired with the blocks in reverse",
+          _rezero(step="h = h + self.alpha[-1 - i] * linear(attention(h, h, h)[0])"),
+          expect=("reverse order",)),
+    Wrong("ReZeroStack", "a weighted average of h and the change",
+          _rezero(step="h = (1 - self.alpha[i]) * h + self.alpha[i] * linear(attention(h, h, h)[0])"),
+          expect=("weighted average", "keeps all of h")),
+    Wrong("ReZeroStack", "no token mixing: Linear blocks only",
+          _rezero(step="h = h + self.alpha[i] * linear(h)"),
+          expect=("do not mix the tokens",)),
+]
+
+RIGHT += [
+    Right("ReZeroStack", "an nn.ParameterList of scalars, blocks as modules of their own", '''
+class Mix(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.proj(attention(x, x, x)[0])
+
+class ReZeroStack(nn.Module):
+    def __init__(self, d_model, depth):
+        super().__init__()
+        self.layers = nn.ModuleList([Mix(d_model) for _ in range(depth)])
+        self.scales = nn.ParameterList([nn.Parameter(torch.tensor(0.0)) for _ in range(depth)])
+
+    def forward(self, x):
+        for layer, scale in zip(self.layers, self.scales):
+            x = x + scale * layer(x)
+        return x
+'''),
+    Right("ReZeroStack", "one vector of zeros, F.scaled_dot_product_attention, an index loop", '''
+import torch.nn.functional as F
+
+class ReZeroStack(nn.Module):
+    def __init__(self, d_model, depth):
+        super().__init__()
+        self.depth = depth
+        self.linears = nn.Sequential(*[nn.Linear(d_model, d_model) for _ in range(depth)])
+        self.resweight = nn.Parameter(torch.zeros(depth, 1, 1))
+
+    def forward(self, h):
+        for i in range(self.depth):
+            update = self.linears[i](F.scaled_dot_product_attention(h, h, h))
+            h = update * self.resweight[i] + h
+        return h
+'''),
+    Right("ReZeroStack", "each block holds its own alpha, softmax written out", '''
+import math
+
+class GatedBlock(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.linear = nn.Linear(d, d)
+        self.gate = nn.Parameter(torch.zeros(1))
+
+    def forward(self, h):
+        weights = torch.softmax(h @ h.transpose(-2, -1) / math.sqrt(h.shape[-1]), dim=-1)
+        return h + self.gate * self.linear(weights @ h)
+
+class ReZeroStack(nn.Module):
+    def __init__(self, d_model, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList(GatedBlock(d_model) for _ in range(depth))
+
+    def forward(self, h):
+        for block in self.blocks:
+            h = block(h)
+        return h
+'''),
+]

@@ -8,6 +8,8 @@
 - check_deep_stack: DeepStack(d_model, depth, residual) is `depth` blocks of token mixing
   (attention with the token vectors as queries, keys and values) followed by a Linear, with or
   without the shortcut; without it a deep stack turns a query's tokens into one vector.
+- check_rezero_stack: ReZeroStack(d_model, depth) is the same blocks, always with the shortcut, each
+  change scaled by its own trained alpha that starts at 0: the stack starts as the identity.
 
 Each check compares the student's code with a reference computed here from the student's own
 layers (the same weights), then names the likely mistake when they differ.
@@ -350,4 +352,146 @@ def check_deep_stack(DeepStack, d_model=64, depth=12, seed=0, collapse=True):
         expect(kept > 0.3,
                f"With shortcuts, {depth} blocks should keep a query's tokens apart (spread above 0.3), "
                f"got {kept:.4f}.")
+    passed()
+
+
+# ---------------------------------------------------------------------------------------------
+# ReZeroStack
+# ---------------------------------------------------------------------------------------------
+
+def _rezero(h, linears, alphas, step=None):
+    """The reference forward: for block i, h = h + alphas[i] * linear_i(attention(h, h, h)), or
+    what `step(h, linear, alpha)` makes of one block (a likely mistake)."""
+    step = step or (lambda h, linear, alpha: h + alpha * linear(attention(h, h, h)[0]))
+    for linear, alpha in zip(linears, alphas):
+        h = step(h, linear, alpha)
+    return h
+
+
+def _alphas(module, linears, what, depth):
+    """The parameters that are not the Linear layers', in the order they were registered: one
+    vector of `depth` numbers, or `depth` scalars (an nn.ParameterList, or one per block)."""
+    inside = {id(p) for linear in linears for p in linear.parameters()}
+    alphas = [p for p in module.parameters() if id(p) not in inside]
+    expect(len(alphas) in (1, depth) and all(p.numel() == depth // len(alphas) for p in alphas),
+           f"{what} holds its {depth} alphas as parameters of shapes {[tuple(p.shape) for p in alphas]}; "
+           f"hold them as one nn.Parameter(torch.zeros({depth})), or as an nn.ParameterList of {depth} "
+           "scalars, one per block.")
+    return alphas
+
+
+def _set_alphas(alphas, values):
+    with torch.no_grad():
+        start = 0
+        for p in alphas:
+            p.copy_(values[start:start + p.numel()].view_as(p))
+            start += p.numel()
+
+
+@_one_thread
+@task
+def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
+    what = f"ReZeroStack({d_model}, {depth})"
+    torch.manual_seed(seed)
+    module = _build(ReZeroStack, d_model, depth, what=what)
+
+    # Parameters: depth Linear(d_model, d_model) and one alpha per block.
+    per_block = d_model * d_model + d_model
+    expected = depth * per_block + depth
+    n = sum(p.numel() for p in module.parameters())
+    linears = _linears(module)
+    if n != expected:
+        if not linears:
+            hint = ("None of its Linear layers is registered: nn.Module sees the modules assigned to its "
+                    "attributes, not those inside a plain Python list or dict. Hold the blocks' layers in "
+                    "nn.ModuleList([...]).")
+        elif n == depth * per_block:
+            hint = ("That is the Linear layers alone: the alphas are not parameters, so no optimizer would "
+                    "ever train them. A plain tensor, a buffer or a Python list of tensors is not "
+                    "registered: make them nn.Parameter(torch.zeros(depth)), or an nn.ParameterList.")
+        elif n == depth * per_block + 1:
+            hint = ("That is one alpha shared by every block: each block has its own alpha, "
+                    "nn.Parameter(torch.zeros(depth)), and block i is scaled by alpha[i].")
+        else:
+            hint = (f"Build {depth} nn.Linear({d_model}, {d_model}), one per block, and {depth} alphas; the "
+                    "token mixing (attention with h as queries, keys and values) has no parameters.")
+        raise AssertionError(f"{what} has {n:,} parameters, expected {expected:,} = {depth} blocks x "
+                             f"({d_model * d_model:,} weights + {d_model} biases) + {depth} alphas. {hint}")
+    expect(len(linears) == depth and all((m.in_features, m.out_features) == (d_model, d_model) for m in linears),
+           f"{what} should hold {depth} nn.Linear({d_model}, {d_model}) layers, one per block; found "
+           f"{[(m.in_features, m.out_features) for m in linears]}.")
+    alphas = _alphas(module, linears, what, depth)
+
+    # At the start every alpha is 0.
+    start = torch.cat([p.detach().reshape(-1) for p in alphas])
+    if not torch.equal(start, torch.zeros_like(start)):
+        shown = ", ".join(f"{a:.3g}" for a in start[:4].tolist()) + (", ..." if depth > 4 else "")
+        raise AssertionError(
+            f"{what}'s alphas start at [{shown}], expected zeros: ReZero starts every alpha at 0 "
+            "(torch.zeros), so that each block starts switched off and the stack starts as the identity."
+            + (" With ones, the stack starts as a plain residual stack." if torch.equal(start, torch.ones_like(start)) else ""))
+
+    # As built, the stack must return its input.
+    h = _tokens(2, 10, d_model, seed)
+    out = _forward(module, h)
+    expect_shape(out, h.shape, f"{what} applied to h of shape {tuple(h.shape)}")
+    zeros = [0.0] * depth
+    if not _close(out, h, atol=1e-6, rtol=0):
+        with torch.no_grad():
+            guesses = [
+                (torch.zeros_like(h),
+                 "with every alpha at 0 it returns zeros: it replaces h by alpha * block(h). Keep h and "
+                 "add the scaled change: h + alpha[i] * block_i(h)."),
+                (_stack(h, linears, True),
+                 "it adds each block's change at full size, without alpha (h + block(h)): multiply each "
+                 "block's change by its own alpha."),
+                (_rezero(h, linears, zeros, lambda h, linear, a: h + linear(a * attention(h, h, h)[0])),
+                 "with every alpha at 0 it still adds each Linear's bias: the bias escapes alpha, which "
+                 "scales what goes into the Linear (or its weight) instead of the block's whole output."),
+            ]
+        for guess, message in guesses:
+            if _close(out, guess, atol=1e-5):
+                raise AssertionError(f"{what}: {message}")
+        expect_close(out, h, f"{what} as built (every alpha 0)", atol=1e-6, rtol=0,
+                     hint="With every alpha at 0, each block adds nothing and the stack must return its "
+                          "input unchanged.")
+
+    # With distinct alphas, each block's change is scaled by its own alpha.
+    values = torch.tensor([(0.3 + 0.6 * i / depth) * (-1) ** i for i in range(depth)])
+    _set_alphas(alphas, values)
+    out = _forward(module, h)
+    expect_shape(out, h.shape, f"{what} applied to h of shape {tuple(h.shape)}")
+    with torch.no_grad():
+        reference = _rezero(h, linears, values)
+        guesses = [] if _close(out, reference, atol=1e-4) else [
+            (_stack(h, linears, True),
+             "it ignores alpha: it adds each block's change at full size, without alpha "
+             "(h + block(h)). Multiply each block's change by its own alpha."),
+            (_rezero(h, linears, values[:1].expand(depth)),
+             "it scales every block by alpha[0]: block i takes its own alpha[i]."),
+            (_rezero(h, linears, values.flip(0)),
+             "it pairs the alphas with the blocks in reverse order: the block nearest the input "
+             "takes alpha[0], the next alpha[1], and so on."),
+            (_rezero(h, linears, values, lambda h, linear, a: h + linear(a * attention(h, h, h)[0])),
+             "the Linear's bias escapes alpha: alpha scales what goes into the Linear (or its "
+             "weight) instead of the block's whole output."),
+            (_rezero(h, linears, values,
+                     lambda h, linear, a: (1 - a) * h + a * linear(attention(h, h, h)[0])),
+             "it takes a weighted average of h and the change, (1 - alpha) h + alpha block(h). "
+             "ReZero keeps all of h and adds the scaled change: h + alpha[i] * block_i(h)."),
+            (_rezero(h, linears, values, lambda h, linear, a: h + a * linear(h)),
+             "its blocks do not mix the tokens: each block is the mixing block of part 3, "
+             "attention(h, h, h) with the token vectors as queries, keys and values, then the Linear."),
+            (_rezero(h, linears, values,
+                     lambda h, linear, a: h + a * attention(linear(h), linear(h), linear(h))[0]),
+             "it applies the Linear before the attention; the block mixes the tokens first, then "
+             "applies the Linear."),
+        ]
+    for guess, message in guesses:
+        if _close(out, guess, atol=1e-4):
+            raise AssertionError(f"{what}: {message}")
+    shown = ", ".join(f"{a:.2f}" for a in values[:3].tolist())
+    expect_close(out, reference, f"{what}'s output with its alphas set to [{shown}, ...]", atol=1e-4,
+                 hint="Expected, for block i in order: h = h + alpha[i] * linear_i(attention(h, h, h)[0]), "
+                      "with your Linear layers and alphas.")
     passed()
