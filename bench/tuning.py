@@ -10,7 +10,9 @@ and keeps, for each run, the epoch with the lowest validation loss. The test spl
     python bench/tuning.py --epochs 25 --out /tmp/tuning.csv
 
 With --jobs N the runs are shared among N processes; each run is still seeded and deterministic,
-and the CSV lists the runs in the same order whatever N is.
+and the CSV lists the runs in the same order whatever N is. bench/positions.py trains the first
+setting with and without its position table through the same command line, tickets, processes
+and CSV writer (options, larkfield, train_all and write, below).
 """
 
 import argparse
@@ -71,8 +73,14 @@ def _report(results):
     return rows
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__,
+# What this script shares with bench/positions.py: the command line, the tickets, the pool of
+# worker processes and the CSV file.
+
+def options(description, results, argv=None):
+    """Parse the command line of a section-6 training script (--epochs, --threads, --jobs, --quick,
+    --out). With --quick, `epochs` is 1, `limit` 128 and `out` None unless --out names a file;
+    otherwise `limit` is None and `out` defaults to `results`."""
+    parser = argparse.ArgumentParser(description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--epochs", type=int, default=10, help="epochs per run (default 10, as the notebook)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1, as the notebooks)")
@@ -80,35 +88,58 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: 1 epoch, 128 training and 128 validation tickets, no file")
     parser.add_argument("--out", type=Path, default=None,
-                        help=f"CSV to write (default {RESULTS.relative_to(ROOT)}; none with --quick)")
+                        help=f"CSV to write (default {results.relative_to(ROOT)}; none with --quick)")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    limit, epochs = (128, 1) if args.quick else (None, args.epochs)
-    out = args.out if args.out is not None else (None if args.quick else RESULTS)
+    args.limit, args.epochs = (128, 1) if args.quick else (None, args.epochs)
+    if args.out is None and not args.quick:
+        args.out = results
+    return args
 
+
+def larkfield(limit=None):
+    """The first `limit` training and validation tickets (all with None; never the test split),
+    the vocabulary of those training tickets, and what ticketnet.train takes:
+    (train_rows, valid_rows, vocab, (ids_train, y_train, ids_valid, y_valid))."""
     train_rows = tn.load_split(tn.DATA / "train.csv")[:limit]
     valid_rows = tn.load_split(tn.DATA / "valid.csv")[:limit]
     vocab = tn.Vocab([row["text"] for row in train_rows])
     data = (tn.token_ids(train_rows, vocab), tn.labels(train_rows),
             tn.token_ids(valid_rows, vocab), tn.labels(valid_rows))
+    return train_rows, valid_rows, vocab, data
 
-    rows = []
-    print(f"{len(train_rows)} training tickets, {len(valid_rows)} validation tickets, "
-          f"{epochs} epochs per run, {args.jobs} job(s) of {args.threads} thread(s)", flush=True)
-    jobs = [(setting, data, len(vocab), epochs, args.threads) for setting in settings()]
-    if args.jobs > 1:
-        with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
-            results = pool.imap(_work, jobs)  # in the order of settings()
-            rows = _report(results)
+
+def train_all(work, jobs, processes=1):
+    """work(job) for every job, shared among `processes` forked processes (in this one when 1);
+    the results arrive one by one, in the order of `jobs` whatever the number of processes."""
+    if processes > 1:
+        with multiprocessing.get_context("fork").Pool(processes) as pool:
+            yield from pool.imap(work, jobs)
     else:
-        rows = _report(map(_work, jobs))
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
-        print(f"wrote {len(rows)} rows to {out}")
+        yield from map(work, jobs)
+
+
+def write(rows, out, columns):
+    """Write rows (dicts) to the CSV file `out` under the header `columns`, a cell left empty where
+    a row has no value; nothing when `out` is None."""
+    if out is None:
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {len(rows)} rows to {out}")
+
+
+def main(argv=None):
+    args = options(__doc__, RESULTS, argv)
+    torch.set_num_threads(args.threads)
+    train_rows, valid_rows, vocab, data = larkfield(args.limit)
+    print(f"{len(train_rows)} training tickets, {len(valid_rows)} validation tickets, "
+          f"{args.epochs} epochs per run, {args.jobs} job(s) of {args.threads} thread(s)", flush=True)
+    jobs = [(setting, data, len(vocab), args.epochs, args.threads) for setting in settings()]
+    rows = _report(train_all(_work, jobs, args.jobs))
+    write(rows, args.out, COLUMNS)
     return rows
 
 
