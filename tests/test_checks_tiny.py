@@ -48,13 +48,17 @@ def test_quick_run_trains_every_setting_reads_no_test_split_and_writes_nothing(m
     assert not list(tmp_path.iterdir())
 
 
-@pytest.fixture(scope="module")
-def results():
-    path = tuning.RESULTS
+def _committed(path, command):
+    """The rows of a committed results CSV, or a failure that says how to make it."""
     if not path.is_file():
-        pytest.fail(f"{path.relative_to(ROOT)} is missing: run python bench/tuning.py --jobs 2 --threads 1")
+        pytest.fail(f"{path.relative_to(ROOT)} is missing: run {command}")
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def results():
+    return _committed(tuning.RESULTS, "python bench/tuning.py --jobs 2 --threads 1")
 
 
 def test_committed_results_hold_every_epoch_of_every_setting(results):
@@ -151,11 +155,7 @@ def test_quick_run_writes_nothing_unless_told(monkeypatch, tmp_path):
 
 @pytest.fixture(scope="module")
 def position_results():
-    path = positions.RESULTS
-    if not path.is_file():
-        pytest.fail(f"{path.relative_to(ROOT)} is missing: run python bench/positions.py --jobs 2")
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    return _committed(positions.RESULTS, "python bench/positions.py --jobs 2")
 
 
 def test_committed_position_runs_hold_every_epoch_and_their_best(position_results):
