@@ -8,19 +8,24 @@ answer cell is put back. Running only the check instead of the whole notebook ke
 of dozens of entries within seconds. One test class per section lets pytest-xdist (--dist
 loadscope) spread the sections over the cores. tests/test_catalogue_nbgrader.py grades the same
 entries again through nbgrader, as a student's submission is graded.
+
+Every section is proven twice: with the instructor's checks, hidden tests included, and as the
+student edition runs them, the visible checks comparing with the results recorded when the
+edition is published (grader/references) instead of computing them.
 """
 
 import contextlib
-import io
-import os
-import time
-import traceback
+import importlib.util
+import re
+import tempfile
+from pathlib import Path
 
-import matplotlib
 import nbformat
 import pytest
+import torch
 
-from grader import catalogue
+from grader import catalogue, publish, references
+from grader.catalogue import Session, answer_cells
 from grader.course import SECTIONS, release_notebook, solution_notebook
 
 # Seconds of CPU to execute a section in this process (CPU time, so that the other tests running
@@ -28,80 +33,67 @@ from grader.course import SECTIONS, release_notebook, solution_notebook
 BUDGET_SECONDS = {"06-tiny-transformer": 20, "07-banking77": 20}
 
 
-def nbgrader(cell):
-    return cell.metadata.get("nbgrader", {})
-
-
-def answer_cells(notebook):
-    """grade_id -> source of the autograded answer cells."""
-    return {nbgrader(c)["grade_id"]: c.source for c in notebook.cells
-            if c.cell_type == "code" and nbgrader(c).get("solution") and not nbgrader(c).get("grade")}
-
-
-class NotebookSession:
-    """A solution notebook executed once; answer cells can be swapped and checks re-run."""
+class EditionSession:
+    """A section's visible checks as the student edition runs them: grader.references answers
+    from the results recorded for the edition, read by the edition's own reader."""
 
     def __init__(self, section):
-        path = solution_notebook(section)
-        self.notebook = nbformat.read(path, as_version=4)
-        self.answers = answer_cells(self.notebook)
-        self.checks = {nbgrader(c)["grade_id"]: c.source for c in self.notebook.cells
-                       if c.cell_type == "code" and nbgrader(c).get("grade") and not nbgrader(c).get("solution")}
-        self.namespace = {"__name__": "__main__"}
-        self.folder = path.parent
-        matplotlib.use("Agg")  # figures are drawn, not shown
-        # As under nbgrader's autograder, so sections 6 and 7 train for a moment only. Set for
-        # this run alone: kernels that pytest starts later (nbval) must not inherit it.
-        os.environ["NBGRADER_EXECUTION"] = "autograde"
-        start = time.process_time()
-        try:
-            for cell in self.notebook.cells:
-                if cell.cell_type == "code":
-                    self.run(cell.source)
-        finally:
-            del os.environ["NBGRADER_EXECUTION"]
-        self.seconds = time.process_time() - start
+        with tempfile.TemporaryDirectory() as folder:
+            torch.save(publish.record([section]), Path(folder) / "expected.pt")
+            reader = Path(folder) / "references.py"
+            reader.write_bytes((publish.EDITION_SOURCE / "references.py").read_bytes())
+            spec = importlib.util.spec_from_file_location(f"edition_references_{section}", reader)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        self.lookup = module.expected
+        with self.edition():
+            self.session = Session(section, hidden=False)
+        self.answers, self.seconds = self.session.answers, self.session.seconds
 
-    def run(self, source):
-        with contextlib.chdir(self.folder), contextlib.redirect_stdout(io.StringIO()), \
-                contextlib.redirect_stderr(io.StringIO()):
-            exec(compile(source, "<cell>", "exec"), self.namespace)
+    @contextlib.contextmanager
+    def edition(self):
+        computing, references.expected = references.expected, self.lookup
+        try:
+            yield
+        finally:
+            references.expected = computing
 
     def verdict(self, name, answer):
-        """None when the check of `name` passes with `answer` in its cell, else the failure text.
-        A check fails by AssertionError; anything else is a crash (of the answer cell or of the
-        check) and is raised as one, so that no expected word can match it by chance."""
-        try:
-            self.run(answer)
-            self.run(self.checks[f"test_{name}"])
-            return None
-        except AssertionError as error:
-            return "".join(traceback.format_exception_only(type(error), error))
-        finally:
-            self.run(self.answers[name])
+        with self.edition():
+            return self.session.verdict(name, answer)
+
+    def computed_verdict(self, name, answer):
+        """The verdict of the same visible checks computing their results (the instructor's)."""
+        return self.session.verdict(name, answer)
+
+
+def _words(message):
+    """A message with its numbers blanked: an unseeded wrong answer prints new ones on each run."""
+    return message and re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", message)
 
 
 _sessions = {}
 
 
-def session(section):
-    if section not in _sessions:
-        _sessions[section] = NotebookSession(section)
-    return _sessions[section]
+def session(section, edition="instructor"):
+    if (section, edition) not in _sessions:
+        _sessions[section, edition] = Session(section) if edition == "instructor" else EditionSession(section)
+    return _sessions[section, edition]
 
 
 class CatalogueOfASection:
     SECTION = None
+    EDITION = "instructor"
 
     def test_solution_executes_within_budget_and_passes_every_check(self):
-        run = session(self.SECTION)
+        run = session(self.SECTION, self.EDITION)
         budget = BUDGET_SECONDS.get(self.SECTION, 60)
         assert run.seconds < budget, f"{self.SECTION} took {run.seconds:.1f} s of CPU (budget {budget} s)"
         for name, answer in run.answers.items():
             assert run.verdict(name, answer) is None, f"the solution fails its own check {name}"
 
     def test_untouched_release_answer_fails_every_check_and_says_it_is_not_written(self):
-        run = session(self.SECTION)
+        run = session(self.SECTION, self.EDITION)
         release = answer_cells(nbformat.read(release_notebook(self.SECTION), as_version=4))
         assert release.keys() == run.answers.keys()
         for name, stub in release.items():
@@ -110,13 +102,19 @@ class CatalogueOfASection:
             assert "not written yet" in message, message
 
     def test_wrong_answer_loses_the_task_with_its_message(self, wrong):
-        message = session(self.SECTION).verdict(wrong.name, wrong.code)
+        run = session(self.SECTION, self.EDITION)
+        message = run.verdict(wrong.name, wrong.code)
+        if self.EDITION == "student":  # the same verdict and words as the visible checks computing
+            computed = run.computed_verdict(wrong.name, wrong.code)
+            assert _words(message) == _words(computed), f"student edition:\n{message}\ncomputing:\n{computed}"
+            if message is None:
+                return  # a mistake only the hidden tests catch
         assert message is not None, f"wrong answer accepted: {wrong.mistake}"
         missing = [word for word in wrong.expect if word.lower() not in message.lower()]
         assert not missing, f"the message lacks {missing}:\n{message}"
 
     def test_alternative_right_answer_keeps_full_marks(self, right):
-        message = session(self.SECTION).verdict(right.name, right.code)
+        message = session(self.SECTION, self.EDITION).verdict(right.name, right.code)
         assert message is None, f"right answer refused ({right.variant}):\n{message}"
 
 
@@ -132,8 +130,9 @@ def pytest_generate_tests(metafunc):
 
 
 for _section in SECTIONS:  # every section; a catalogue module missing fails at collection
-    _name = "TestCatalogue_" + _section.replace("-", "_")
-    globals()[_name] = type(_name, (CatalogueOfASection,), {"SECTION": _section})
+    for _edition, _prefix in (("instructor", "TestCatalogue_"), ("student", "TestStudentEdition_")):
+        _name = _prefix + _section.replace("-", "_")
+        globals()[_name] = type(_name, (CatalogueOfASection,), {"SECTION": _section, "EDITION": _edition})
 
 
 GENERIC = {"differs", "shape", "expected", "got", "should", "tickets", "the table says", "wrong"}

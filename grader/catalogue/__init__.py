@@ -5,9 +5,19 @@ of the solution's answer cell and runs that task's check cell: a `Wrong` entry m
 message containing each of its `expect` words (case ignored), a `Right` entry must pass.
 """
 
+import contextlib
 import importlib
 import importlib.util
+import io
+import os
+import re
+import time
+import traceback
 from dataclasses import dataclass
+
+import nbformat
+
+from grader.course import solution_notebook
 
 
 @dataclass(frozen=True)
@@ -41,3 +51,62 @@ def builds_on(section):
     """{task: the tasks its answers call}, for a section whose answers call earlier answers."""
     module = importlib.import_module(f"grader.catalogue.{MODULES[section]}")
     return getattr(module, "BUILDS_ON", {})
+
+
+def _nbgrader(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def answer_cells(notebook):
+    """grade_id -> source of the autograded answer cells."""
+    return {_nbgrader(c)["grade_id"]: c.source for c in notebook.cells
+            if c.cell_type == "code" and _nbgrader(c).get("solution") and not _nbgrader(c).get("grade")}
+
+
+class Session:
+    """A solution notebook executed once in this process; answer cells can be swapped and checks
+    re-run. hidden=False leaves the hidden tests out of the check cells: the checks run as the
+    student edition runs them."""
+
+    def __init__(self, section, hidden=True):
+        import matplotlib
+        path = solution_notebook(section)
+        self.notebook = nbformat.read(path, as_version=4)
+        self.answers = answer_cells(self.notebook)
+        shown = (lambda source: source) if hidden else (
+            lambda source: re.sub(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS\n?", "", source, flags=re.S))
+        self.checks = {_nbgrader(c)["grade_id"]: shown(c.source) for c in self.notebook.cells
+                       if c.cell_type == "code" and _nbgrader(c).get("grade") and not _nbgrader(c).get("solution")}
+        self.namespace = {"__name__": "__main__"}
+        self.folder = path.parent
+        matplotlib.use("Agg")  # figures are drawn, not shown
+        # As under nbgrader's autograder, so sections 6 and 7 train for a moment only. Set for
+        # this run alone: kernels started later (nbval's) must not inherit it.
+        os.environ["NBGRADER_EXECUTION"] = "autograde"
+        start = time.process_time()
+        try:
+            for cell in self.notebook.cells:
+                if cell.cell_type == "code":
+                    grade_id = _nbgrader(cell).get("grade_id")
+                    self.run(self.checks.get(grade_id, cell.source))
+        finally:
+            del os.environ["NBGRADER_EXECUTION"]
+        self.seconds = time.process_time() - start
+
+    def run(self, source):
+        with contextlib.chdir(self.folder), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            exec(compile(source, "<cell>", "exec"), self.namespace)
+
+    def verdict(self, name, answer):
+        """None when the check of `name` passes with `answer` in its cell, else the failure text.
+        A check fails by AssertionError; anything else is a crash (of the answer cell or of the
+        check) and is raised as one, so that no expected word can match it by chance."""
+        try:
+            self.run(answer)
+            self.run(self.checks[f"test_{name}"])
+            return None
+        except AssertionError as error:
+            return "".join(traceback.format_exception_only(type(error), error))
+        finally:
+            self.run(self.answers[name])

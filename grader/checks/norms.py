@@ -23,61 +23,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from grader.checks import call, expect, expect_close, expect_shape, passed, refusing, task
+from grader import references
+from grader.checks import call, expect, expect_shape, passed, refusing, task
 
 # ---------------------------------------------------------------------------------------------
 # layer_norm
 # ---------------------------------------------------------------------------------------------
-
-
-def _normalized(x, dims, eps, unbiased=False, eps_outside=False):
-    """(x - mean) / spread over `dims`: the right formula and the wrong ones, for diagnosis."""
-    mean = x.mean(dim=dims, keepdim=True)
-    var = x.var(dim=dims, keepdim=True, correction=1 if unbiased else 0)
-    if eps_outside:
-        return (x - mean) / (var.sqrt() + eps)
-    return (x - mean) / torch.sqrt(var + eps)
-
-
-def _wrong_versions(x, weight, bias, eps):
-    """(output, message) for each usual mistake, computed in float64."""
-    last = (x.dim() - 1,)
-    def scaled(y):
-        return y * weight + bias
-    versions = [
-        (scaled(_normalized(x, last, eps, unbiased=True, eps_outside=True)),
-         "it matches dividing by `x.std(-1) + eps`, two slips at once: `std` is unbiased by default "
-         "(it divides by d - 1, LayerNorm divides by d) and eps belongs inside the square root, "
-         "`torch.sqrt(var + eps)`."),
-        (scaled(_normalized(x, last, eps, unbiased=True)),
-         "it matches the unbiased variance (dividing by d - 1): `x.var()` and `x.std()` are unbiased "
-         "by default, LayerNorm uses the biased variance. Use `x.var(-1, unbiased=False)` "
-         "or `((x - mean) ** 2).mean(-1)`."),
-        (scaled(_normalized(x, last, eps, eps_outside=True)),
-         "it matches dividing by `std + eps`: eps belongs inside the square root, "
-         "`torch.sqrt(var + eps)`. The two agree on ordinary rows and differ on a row of tiny "
-         "spread, which this check includes."),
-        (_normalized(x, last, eps) + bias,
-         "it matches the normalized rows plus `bias` without `* weight`: multiply by weight, then add bias."),
-        (_normalized(x, last, eps) * weight,
-         "it matches the normalized rows times `weight` without `+ bias`: add bias after the scale."),
-        (_normalized(x, last, eps),
-         "it matches the normalized rows without `weight` and `bias`: finish with `* weight + bias`."),
-        (scaled(_normalized(x, tuple(range(x.dim())), eps)),
-         "it matches a mean and variance over ALL the elements of the tensor: each row (each "
-         "token) needs its own, over the last dimension only: `mean(dim=-1, keepdim=True)`."),
-        (scaled(_normalized(x, (0,), eps)),
-         "it matches statistics over dim 0, the batch (that is what BatchNorm does): LayerNorm "
-         "takes them over the last dimension, one token's features: `dim=-1`."),
-    ]
-    if x.dim() == 3:
-        versions.append((scaled(_normalized(x, (1,), eps)),
-                         "it matches statistics over dim 1, the tokens of each sequence: LayerNorm "
-                         "takes them over the last dimension, one token's features: `dim=-1`."))
-        versions.append((scaled(_normalized(x, (0, 1), eps)),
-                         "it matches statistics over the batch and the positions (that is what "
-                         "BatchNorm does): LayerNorm takes them over `dim=-1`, one token's features."))
-    return versions
 
 
 def _inputs(shape, seed):
@@ -120,13 +71,14 @@ def _run_layer_norm(layer_norm, x, weight, bias, eps):
 def _matches_pytorch(layer_norm, shape, seed, eps):
     x, weight, bias = _inputs(shape, seed)
     use = 1e-5 if eps is None else eps
+    mistakes = references.expected("norms", "layer_norm_mistakes", shape, seed, use)
     out = _run_layer_norm(layer_norm, x, weight, bias, eps)
     expected = F.layer_norm(x.double(), (x.shape[-1],), weight.double(), bias.double(), use)
     if torch.allclose(out.double(), expected, atol=1e-5, rtol=1e-4):
         return
     gap = (out.double() - expected).abs().max().item()
     where = f"layer_norm on x of shape {tuple(x.shape)} (eps={use:g}) differs from F.layer_norm by up to {gap:.3g}"
-    for wrong, hint in _wrong_versions(x.double(), weight.double(), bias.double(), use):
+    for wrong, hint in mistakes:
         if torch.allclose(out.double(), wrong, atol=1e-4, rtol=1e-3):
             raise AssertionError(f"{where}: {hint}")
     if eps is not None:
@@ -218,13 +170,6 @@ class AddBatchMean(nn.Module):
         return h + h.mean(dim=(0, 1), keepdim=True)
 
 
-def _expected_shift(norm, batch, other):
-    with torch.no_grad():
-        a, b = norm(batch)[0], norm(other)[0]
-        n = min(a.shape[0], b.shape[0])
-        return (a[:n] - b[:n]).abs().max().item()
-
-
 def _shift(query_shift, norm, batch, other):
     try:
         result = call(query_shift, norm, batch.clone(), other.clone())
@@ -262,33 +207,28 @@ def _check_known(query_shift, widths_differ, swap=False):
     if swap:  # the wider tensor comes first
         batch, other = other, batch
     got = _shift(query_shift, norm, batch, other)
-    want = _expected_shift(norm, batch, other)
+    shifts = references.expected("norms", "known_shifts", widths_differ, swap)
+    want = shifts["right"]
     if abs(got - want) <= 1e-6 * max(1.0, want):
         return
     what = (f"With a test 'norm' that adds the batch mean, row 0 of a {tuple(batch.shape)} batch moves by "
             f"up to {want:g} when only row 1 changes (the other batch has shape {tuple(other.shape)}), "
             f"but query_shift returned {got:g}.")
-    with torch.no_grad():
-        a, b = norm(batch), norm(other)
-        n = min(a.shape[1], b.shape[1])
-        diff = a[0, :n] - b[0, :n]
-        whole = (a[:, :n] - b[:, :n]).abs()
-        first_tokens = (a[:, 0] - b[:, 0]).abs()
     if abs(got) < 1e-9:
         raise AssertionError(f"{what} A shift of 0 means the norm never saw the other rows: did you "
                              "normalize row 0 alone (`norm(batch[:1])`)? Pass the whole batch to the "
                              "norm and take row 0 of its output.")
-    if abs(got - whole.max().item()) < 1e-6 * max(1.0, got):
+    if abs(got - shifts["whole batch"]) < 1e-6 * max(1.0, got):
         raise AssertionError(f"{what} That is the largest difference over the whole batches: "
                              "compare row 0 only, `norm(batch)[0]` with `norm(other)[0]`.")
-    if abs(got - first_tokens.max().item()) < 1e-6 * max(1.0, got):
+    if abs(got - shifts["first tokens"]) < 1e-6 * max(1.0, got):
         raise AssertionError(f"{what} That is the largest difference at position 0 of every row "
                              "(`[:, 0]`): compare row 0, all its positions, `norm(batch)[0]` with "
                              "`norm(other)[0]`.")
-    if abs(got - diff.abs().mean().item()) < 1e-6 or abs(got - whole.mean().item()) < 1e-6:
+    if abs(got - shifts["mean"]) < 1e-6 or abs(got - shifts["whole mean"]) < 1e-6:
         raise AssertionError(f"{what} That is the mean absolute difference; the task asks for the "
                              "largest one, `.max()`.")
-    if abs(got - diff.max().item()) < 1e-6:
+    if abs(got - shifts["signed"]) < 1e-6:
         raise AssertionError(f"{what} That is the largest signed difference: take `.abs()` before "
                              "`.max()`, a move down counts as much as a move up.")
     raise AssertionError(f"{what} Expected the largest absolute difference between `norm(batch)[0]` "
@@ -367,40 +307,6 @@ PYTORCH_RMS_NORM = [path for path in ("torch.nn.functional:rms_norm", "torch:rms
                     if hasattr(F if path.startswith("torch.nn") else torch, path.split(":")[1])]
 
 
-def _rms(x, dims, eps, squares="mean", eps_outside=False):
-    """The divisor of each row: the root mean square (or a usual wrong one)."""
-    total = (x ** 2).sum(dim=dims, keepdim=True) if squares == "sum" else (x ** 2).mean(dim=dims, keepdim=True)
-    return total.sqrt() + eps if eps_outside else (total + eps).sqrt()
-
-
-def _rms_wrong_versions(x, weight, eps):
-    """(output, message) for each usual mistake of rms_norm, computed in float64."""
-    last = (x.dim() - 1,)
-    mean = x.mean(dim=-1, keepdim=True)
-    variance = x.var(dim=-1, keepdim=True, correction=0)
-    return [
-        ((x - mean) / (variance + eps).sqrt() * weight,
-         "it matches LayerNorm without the bias: the mean is subtracted. RMSNorm does not centre the "
-         "row; it divides the row as it is by its root mean square."),
-        (x / (variance + eps).sqrt() * weight,
-         "it matches dividing by the standard deviation (the spread about the mean). RMSNorm "
-         "divides by the root mean square, sqrt(mean(x ** 2) + eps), where no mean is subtracted."),
-        (x / _rms(x, last, eps, eps_outside=True) * weight,
-         "it matches dividing by `rms + eps`: eps belongs inside the square root, "
-         "sqrt(mean(x ** 2) + eps). The two differ on a row of tiny values, which this check includes."),
-        (x / _rms(x, last, eps, squares="sum") * weight,
-         "it matches the SUM of the squares (the row's length, torch.linalg.norm): RMSNorm takes "
-         "their MEAN, so the rows leave with a root mean square of 1, not a length of 1."),
-        (x / ((x ** 2).mean(dim=-1, keepdim=True) + eps) * weight,
-         "it matches dividing by the mean square itself: take its square root."),
-        (x / _rms(x, last, eps),
-         "it matches the normalized rows without `* weight`: finish with the learned scale."),
-        (x / _rms(x, tuple(range(x.dim())), eps) * weight,
-         "it matches one root mean square over ALL the elements of the tensor: each row (each "
-         "token's d numbers) gets its own, over the last dimension only (dim=-1, keepdim=True)."),
-    ]
-
-
 def _run_rms_norm(rms_norm, x, weight, eps):
     """Call the student's function on copies; refuse PyTorch's own RMSNorm."""
     args = (x.clone(), weight.clone())
@@ -430,20 +336,22 @@ def check_rms_norm(rms_norm, shapes=((3, 8), (2, 5, 16)), seed=0, eps=None):
     same numbers."""
     use = RMS_EPS if eps is None else eps
     for i, shape in enumerate(shapes):
+        shape = tuple(shape)
         x, weight, _ = _inputs(shape, seed + i)
         kept = x.clone()
+        expected = references.expected("norms", "rms_norm", shape, seed + i, use)
+        mistakes = references.expected("norms", "rms_norm_mistakes", shape, seed + i, use)
+        default = references.expected("norms", "rms_norm", shape, seed + i, RMS_EPS)
         out = _run_rms_norm(rms_norm, x, weight, eps)
         expect(torch.equal(x, kept), "rms_norm changed its input x in place; compute a new tensor")
-        expected = x.double() / _rms(x.double(), (x.dim() - 1,), use) * weight.double()
         if torch.allclose(out.double(), expected, atol=1e-5, rtol=1e-4):
             continue
         gap = (out.double() - expected).abs().max().item()
         where = f"rms_norm on x of shape {tuple(x.shape)} (eps={use:g}) differs from x / sqrt(mean(x ** 2) + eps) * weight by up to {gap:.3g}"
-        for wrong, hint in _rms_wrong_versions(x.double(), weight.double(), use):
+        for wrong, hint in mistakes:
             if torch.allclose(out.double(), wrong, atol=1e-4, rtol=1e-3):
                 raise AssertionError(f"{where}: {hint}")
         if eps is not None:
-            default = x.double() / _rms(x.double(), (x.dim() - 1,), RMS_EPS) * weight.double()
             if torch.allclose(out.double(), default, atol=1e-5, rtol=1e-4):
                 raise AssertionError(f"{where}: it matches eps={RMS_EPS:g} whatever eps it is given; use "
                                      "the `eps` argument, not a fixed number.")

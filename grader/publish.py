@@ -1,0 +1,193 @@
+"""The student edition: what students fetch, built from this repository (the instructor's edition).
+
+This repository holds the model answers, hidden tests, mark schemes, catalogues and the sample
+class; none of that may reach a student. `python -m grader publish DIR` writes the student edition
+into DIR, a git repository ready to push to the address in grader.course.COURSE_REPO, which the
+set-up cell of every notebook and the badges point at. It holds the release notebooks, the library
+and its data, the checks the notebooks call, the environment files, a student README and a
+`python -m grader check` that runs the visible checks. EDITION.json lists every file with its
+SHA-256 and the commit it was built from; `publish --check DIR` rebuilds and compares, so a stale
+or hand-edited edition is caught. Publishing refuses to write an edition that holds any line of a
+model answer, a hidden test or a mark scheme.
+"""
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from grader.course import ROOT, SECTIONS, release_notebook, solution_notebook
+
+EDITION_SOURCE = ROOT / "grader" / "edition"  # the files written for the edition alone
+
+# (path in this repository, glob) copied as they are, to the same path in the edition
+COPIED = ["ticketnet.py", "requirements.txt", "environment.yml", "LICENSE", "data/*",
+          "grader/__init__.py", "grader/course.py",
+          "grader/checks/*.py", "notebooks/*/*.ipynb"]
+# the edition's own files: (source under grader/edition/, path in the edition)
+WRITTEN = [("README.md", "README.md"), ("main.py", "grader/__main__.py"), ("gitignore", ".gitignore"),
+           ("references.py", "grader/references/__init__.py")]
+EXPECTED = "grader/references/expected.pt"  # the results the checks compare with, recorded
+MANIFEST = "EDITION.json"
+AUTHOR = ["-c", "user.name=Course publisher", "-c", "user.email=publisher@localhost"]
+
+
+class Leak(Exception):
+    """The edition would hold a line of a model answer, a hidden test or a mark scheme."""
+
+
+def _bare(text):
+    """Code or prose without comments or whitespace, so that a reflowed copy still matches."""
+    return re.sub(r"\s+", "", "\n".join(line.split("#")[0] for line in text.splitlines()))
+
+
+def secret_lines(sections=SECTIONS):
+    """{bare line: where it comes from} for every line of the solutions a student must not see:
+    model answers, hidden tests, written answers and their mark schemes. Lines of 20 characters or
+    fewer (a bracket, `return h`) are left out: they say nothing of the answer."""
+    secrets = {}
+    for section in sections:
+        for cell in nbformat.read(solution_notebook(section), as_version=4).cells:
+            grading = cell.metadata.get("nbgrader", {})
+            blocks = re.findall(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", cell.source, re.S)
+            if cell.cell_type == "markdown" and grading.get("solution"):
+                blocks.append(("WRITTEN ANSWER", cell.source))
+            for kind, block in blocks:
+                for line in block.splitlines():
+                    if len(_bare(line)) > 20:
+                        secrets[_bare(line)] = f"{section} {grading.get('grade_id')} ({kind.lower()}): {line.strip()}"
+    return secrets
+
+
+def _text(path):
+    if path.suffix == ".ipynb":
+        return "\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells)
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def leaks(folder, secrets=None):
+    """['file: the secret line it holds', ...] over every text file of the edition in `folder`."""
+    secrets = secret_lines() if secrets is None else secrets
+    found = []
+    for path in sorted(_files(folder)):
+        if path.suffix in (".csv", ".db") or path.name == MANIFEST:
+            continue
+        bare = _bare(_text(folder / path))
+        found += [f"{path}: {where}" for secret, where in secrets.items() if secret in bare]
+    return found
+
+
+def _files(folder):
+    """The edition's files, relative to `folder`, git's own folder left out."""
+    return [p.relative_to(folder) for p in Path(folder).rglob("*")
+            if p.is_file() and ".git" not in p.relative_to(folder).parts and "__pycache__" not in p.parts]
+
+
+def _digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def source_commit():
+    """The commit of this repository the edition is built from, '+changes' if the tree differs."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = git("rev-parse", "HEAD") or "unknown"
+    return commit + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def record(sections=SECTIONS):
+    """{key: value} of every result the visible checks ask grader.references for (see there): each
+    section's solution notebook runs in this process with its hidden tests left out, then every
+    catalogue entry is checked, so that the results a check asks for only when an answer is wrong
+    are there too. Only the visible checks' settings are recorded, never the hidden tests'."""
+    from grader import catalogue, references
+    references.RECORDED = recorded = {}
+    try:
+        for section in sections:
+            session = catalogue.Session(section, hidden=False)
+            wrong, right = catalogue.load(section)
+            for entry in [*wrong, *right]:
+                session.verdict(entry.name, entry.code)
+    finally:
+        references.RECORDED = None
+    return recorded
+
+
+def build(folder, recorded=None):
+    """Write the student edition into the empty or new `folder`, with the checks' results
+    `recorded` (record() when None); returns its manifest."""
+    import torch
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for pattern in COPIED:
+        matched = sorted(p for p in ROOT.glob(pattern) if p.is_file())
+        if not matched:
+            raise FileNotFoundError(f"nothing in {ROOT} matches {pattern!r}, which the edition needs")
+        for source in matched:
+            target = folder / source.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+    for section in SECTIONS:  # every section must be there, released
+        if not (folder / release_notebook(section).relative_to(ROOT)).is_file():
+            raise FileNotFoundError(f"{release_notebook(section)} is missing: run `python -m grader release`")
+    for source, target in WRITTEN:
+        (folder / target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(EDITION_SOURCE / source, folder / target)
+    recorded = record() if recorded is None else recorded
+    # sorted, so that the same results make the same bytes (the manifest compares digests)
+    torch.save(dict(sorted(recorded.items())), folder / EXPECTED)
+    files = {str(path): _digest(folder / path) for path in sorted(_files(folder)) if path.name != MANIFEST}
+    manifest = {"built from": source_commit(), "files": files}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def differences(folder):
+    """What differs between the edition in `folder` and the one this repository builds now: lines
+    'stale: PATH', 'missing: PATH', 'not ours: PATH' (empty when it is up to date)."""
+    folder = Path(folder)
+    with tempfile.TemporaryDirectory() as fresh:
+        files = build(fresh)["files"]
+    theirs = {str(p): _digest(folder / p) for p in _files(folder) if p.name != MANIFEST}
+    return ([f"stale: {p}" for p in sorted(files) if p in theirs and theirs[p] != files[p]]
+            + [f"missing: {p}" for p in sorted(files) if p not in theirs]
+            + [f"not ours: {p}" for p in sorted(theirs) if p not in files])
+
+
+def publish(folder):
+    """Build the edition, refuse it if it leaks, and commit it in `folder` (a git repository, made
+    if need be; files of an earlier edition that are no longer part of it are removed). Returns
+    (manifest, commit or None when nothing changed)."""
+    folder = Path(folder)
+    if folder.exists() and any(folder.iterdir()) and not (folder / ".git").is_dir():
+        raise FileExistsError(f"{folder} holds files and is not a git repository: publish into a new "
+                              "folder, or into an edition published before")
+    with tempfile.TemporaryDirectory() as fresh:
+        manifest = build(fresh)
+        found = leaks(Path(fresh))
+        if found:
+            raise Leak("the student edition would give answers away:\n  " + "\n  ".join(found))
+        folder.mkdir(parents=True, exist_ok=True)
+        if not (folder / ".git").is_dir():
+            subprocess.run(["git", "init", "--quiet", "--initial-branch=main", str(folder)], check=True)
+        for old in _files(folder):
+            (folder / old).unlink()
+        for new in _files(Path(fresh)):
+            (folder / new).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(Path(fresh) / new, folder / new)
+    for empty in sorted((p for p in folder.rglob("*") if p.is_dir() and ".git" not in p.parts), reverse=True):
+        if not any(empty.iterdir()):
+            empty.rmdir()
+    git = ["git", "-C", str(folder), *AUTHOR]
+    subprocess.run([*git, "add", "--all"], check=True)
+    if not subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True).stdout.strip():
+        return manifest, None
+    subprocess.run([*git, "commit", "--quiet", "-m", f"Student edition built from {manifest['built from']}"],
+                   check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    return manifest, commit

@@ -1,0 +1,23 @@
+"""What the checks compare with: the right results and the usual wrong ones, kept apart from the
+checks so that the student edition holds their values and not the code that computes them.
+
+A check asks `references.expected(module, name, *settings)`. The settings are the check's own
+(sizes, seeds, eps, flags), never anything the student's code produced, so they fix the result. In
+this, the instructor's edition, grader/references/<module>.py computes it. `python -m grader
+publish` runs every visible check with the model answers while `RECORDED` is a dict, and writes
+what they asked for into the student edition, whose grader/references/__init__.py
+(grader/edition/references.py) reads the stored values instead.
+"""
+
+import importlib
+
+from grader.course import reference_key
+
+RECORDED = None  # {key: value} while the publisher records
+
+
+def expected(module, name, *settings):
+    value = getattr(importlib.import_module(f"grader.references.{module}"), name)(*settings)
+    if RECORDED is not None:
+        RECORDED[reference_key(module, name, settings)] = value
+    return value
