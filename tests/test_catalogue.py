@@ -69,7 +69,7 @@ class EditionSession:
 
 def _words(message):
     """A message with its numbers blanked: an unseeded wrong answer prints new ones on each run."""
-    return message and re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", message)
+    return message and re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", message)
 
 
 _sessions = {}

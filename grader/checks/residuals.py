@@ -11,20 +11,19 @@
 - check_rezero_stack: ReZeroStack(d_model, depth) is the same blocks, always with the shortcut, each
   change scaled by its own trained alpha that starts at 0: the stack starts as the identity.
 
-Each check compares the student's code with a reference computed here from the student's own
-layers (the same weights), then names the likely mistake when they differ.
+Each check puts fixed weights, drawn from the check's seed, in the student's Linear layers, and
+compares the outputs with what grader.references gives for the check's settings: the right result
+and those of the usual mistakes, whose message it gives when one matches.
 """
 
-import copy
 import functools
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from grader import references
 from grader.checks import call, expect, expect_close, expect_shape, passed, task
-from ticketnet import attention
 
 
 def _one_thread(check):
@@ -49,6 +48,25 @@ def _tokens(batch, length, d, seed):
 def _linears(module):
     """The module's nn.Linear layers in the order they were registered."""
     return [m for m in module.modules() if isinstance(m, nn.Linear)]
+
+
+def load_fixed_weights(linears, seed):
+    """Give the Linear layers weights drawn from a private generator, the way nn.Linear draws its
+    own (uniform within 1/sqrt(in_features)). The outputs then depend on the check's settings
+    alone, whatever order the student's code made its layers in, and grader.references can hold
+    them."""
+    g = torch.Generator().manual_seed(10_000 + seed)
+    with torch.no_grad():
+        for linear in linears:
+            bound = 1 / math.sqrt(linear.in_features)
+            for p in (linear.weight, linear.bias):
+                if p is not None:
+                    p.copy_(torch.rand(p.shape, generator=g) * 2 * bound - bound)
+
+
+def rezero_alphas(depth):
+    """Distinct alphas of both signs, one per block, for the ReZero check."""
+    return torch.tensor([(0.3 + 0.6 * i / depth) * (-1) ** i for i in range(depth)])
 
 
 def _close(a, b, atol=1e-5, rtol=1e-4):
@@ -129,23 +147,23 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
     expect(first and second,
            f"{what} should hold an nn.Linear({d_model}, {d_ff}) and an nn.Linear({d_ff}, {d_model}); "
            f"found {[(m.in_features, m.out_features) for m in linears]} (in_features, out_features).")
-    first, second = first[0], second[0]
-    with torch.no_grad():
-        hidden = first(h)
-        reference = second(torch.relu(hidden))
-        guesses = [
-            (second(hidden), "there is no ReLU between the two Linear layers. Without it the two "
+    load_fixed_weights([first[0], second[0]], seed)
+    out = _forward(ffn, h)
+    results = references.expected("residuals", "feed_forward", d_model, d_ff, seed)
+    reference = results["right"]
+    guesses = [
+            (results["no relu"], "there is no ReLU between the two Linear layers. Without it the two "
                              "are one linear map (their weights multiply into a single matrix)."),
-            (second(F.gelu(hidden)), "it applies GELU between the Linear layers; this layer uses "
+            (results["gelu"], "it applies GELU between the Linear layers; this layer uses "
                                      "ReLU (torch.relu or nn.ReLU())."),
-            (torch.relu(second(torch.relu(hidden))),
+            (results["relu after"],
              "it applies a ReLU after the second Linear too, so no output can be negative. The ReLU "
              "goes only between the two Linear layers."),
-            (second(torch.sigmoid(hidden)), "it applies a sigmoid between the Linear layers; use ReLU."),
-            (second(torch.tanh(hidden)), "it applies tanh between the Linear layers; use ReLU."),
-            (h, "it returns its input h unchanged: the two Linear layers and the ReLU between them "
+            (results["sigmoid"], "it applies a sigmoid between the Linear layers; use ReLU."),
+            (results["tanh"], "it applies tanh between the Linear layers; use ReLU."),
+            (results["input"], "it returns its input h unchanged: the two Linear layers and the ReLU between them "
                 "never touch it. Compute self.<second>(relu(self.<first>(h))) and return that."),
-            (reference + h, "it adds its input h to the output. The residual connection goes "
+            (results["residual inside"], "it adds its input h to the output. The residual connection goes "
                             "around the layer, in the block (h + ffn(h)); FeedForward itself returns "
                             "only Linear -> ReLU -> Linear."),
         ]
@@ -154,42 +172,14 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
             if _close(out, guess):
                 raise AssertionError(f"{what}: {message}")
         expect_close(out, reference, f"{what}'s output",
-                     hint=f"Expected Linear({d_model}, {d_ff}) -> ReLU -> Linear({d_ff}, {d_model}) "
-                          "computed with your own two Linear layers.")
+                     hint=f"Expected Linear({d_model}, {d_ff}) -> ReLU -> Linear({d_ff}, {d_model}), "
+                          "with the check's weights put in your two Linear layers.")
     passed()
 
 
 # ---------------------------------------------------------------------------------------------
 # first_layer_gradient
 # ---------------------------------------------------------------------------------------------
-
-def _recipe(residual, depth, order="layers", which=0):
-    """The recipe, in one of the orders a reasonable reading of it allows.
-
-    order "layers": seed, build the layers, draw the batch; "batch": seed, draw the batch, build
-    the layers; "reseed": seed, build the layers, seed again, draw the batch.
-    which: the layer whose weight gradient is returned (0 the first, -1 the last).
-    """
-    torch.manual_seed(0)
-    if order == "batch":
-        h = torch.randn(32, 64)
-    linears = [nn.Linear(64, 64) for _ in range(depth)]   # a sigmoid follows each
-    if order == "reseed":
-        torch.manual_seed(0)
-    if order != "batch":
-        h = torch.randn(32, 64)
-    with torch.enable_grad():
-        for linear in linears:
-            change = torch.sigmoid(linear(h))
-            h = h + change if residual else change
-        h.pow(2).mean().backward()
-    return linears[which].weight.grad.norm().item()
-
-
-def _matches(value, residual, depth, which=0):
-    return any(math.isclose(value, _recipe(residual, depth, order, which), rel_tol=1e-4, abs_tol=0.0)
-               for order in ("layers", "batch", "reseed"))
-
 
 def _gradient(function, residual, depth):
     value = call(function, residual, depth=depth) if depth is not None else call(function, residual)
@@ -206,6 +196,14 @@ def _gradient(function, residual, depth):
 def check_first_layer_gradient(first_layer_gradient, depth=None):
     """depth=None calls the function with its default depth, which must be 20."""
     d = 20 if depth is None else depth
+    recipe = {residual: references.expected("residuals", "first_layer_gradients", residual, d)
+              for residual in (False, True)}
+    shallow_recipe = references.expected("residuals", "first_layer_gradients", False, 2)
+
+    def matches(value, gradients, which=0):
+        return any(math.isclose(value, gradients[f"{order} {which}"], rel_tol=1e-4, abs_tol=0.0)
+                   for order in ("layers", "batch", "reseed"))
+
     plain = _gradient(first_layer_gradient, False, depth)
     again = _gradient(first_layer_gradient, False, depth)
     expect(again == plain,
@@ -218,14 +216,14 @@ def check_first_layer_gradient(first_layer_gradient, depth=None):
            "ignores the `residual` flag. With it, h = h + layer(h); without it, h = layer(h).")
 
     for residual, value in ((False, plain), (True, shortcut)):
-        if _matches(value, residual, d):
+        if matches(value, recipe[residual]):
             continue
-        expected = _recipe(residual, d)
-        if _matches(value, residual, d, which=-1):
+        expected = recipe[residual]["layers 0"]
+        if matches(value, recipe[residual], which=-1):
             raise AssertionError(
                 f"first_layer_gradient({residual}, depth={d}) returned {value:.4e}, the gradient of the "
                 f"LAST layer's weight; the task asks for the first layer's (layers[0]), {expected:.4e}.")
-        if _matches(value, not residual, d):
+        if matches(value, recipe[not residual]):
             raise AssertionError(
                 f"first_layer_gradient({residual}, depth={d}) returned {value:.4e}, the value of the "
                 f"recipe with residual={not residual}: the flag is the wrong way round. residual=True "
@@ -253,9 +251,9 @@ def check_first_layer_gradient(first_layer_gradient, depth=None):
         expect(shortcut > 1e8 * plain, f"The shortcut should change the first layer's gradient by many "
                                        f"orders of magnitude; got {plain:.2e} and {shortcut:.2e}.")
     shallow = _gradient(first_layer_gradient, False, 2)
-    expect(shallow > 1e-4 and _matches(shallow, False, 2),
+    expect(shallow > 1e-4 and matches(shallow, shallow_recipe),
            f"first_layer_gradient(False, depth=2) returned {shallow:.2e}, but two sigmoid layers leave "
-           f"the first a gradient of {_recipe(False, 2):.2e}: does your function build `depth` layers "
+           f"the first a gradient of {shallow_recipe['layers 0']:.2e}: does your function build `depth` layers "
            "(range(depth)) rather than a fixed number?")
     passed()
 
@@ -264,31 +262,13 @@ def check_first_layer_gradient(first_layer_gradient, depth=None):
 # DeepStack
 # ---------------------------------------------------------------------------------------------
 
-def _stack(h, linears, residual, block=None):
-    """The reference forward: h = h + block(h) or h = block(h), block = Linear(attention(h, h, h))."""
-    block = block or (lambda linear, h: linear(attention(h, h, h)[0]))
-    for linear in linears:
-        change = block(linear, h)
-        h = h + change if residual else change
-    return h
-
-
-def _exact(forward, reference, h, linears, *args):
-    """`forward` (_stack or _rezero) in float64 through copies of the student's layers, and the
-    tolerance to judge a float32 answer by. Some stacks amplify rounding: a softmax of large scores
-    on large residual vectors can move a float32 result by 5e-4 (seen on one CPU and not another),
-    so the tolerance grows with the float32 `reference`'s own distance from the float64 result."""
-    exact = forward(h.double(), [copy.deepcopy(linear).double() for linear in linears], *args)
-    return exact, 1e-4 + 10 * (reference.double() - exact).abs().max().item()
-
-
 def _stack_outputs(DeepStack, d_model, depth, seed):
-    """Build the stack with and without the shortcut from the same seed, check the parameters and
-    compare each output with the reference through the student's own Linear layers."""
+    """Build the stack with and without the shortcut, check the parameters, put the check's fixed
+    weights in its Linear layers (in the order they were registered) and compare each output with
+    the stack's, then with the usual mistakes'."""
     modules = {}
     for residual in (False, True):
         what = f"DeepStack({d_model}, {depth}, residual={residual})"
-        torch.manual_seed(seed)  # the same seed: both stacks start from the same weights
         modules[residual] = _build(DeepStack, d_model, depth, residual, what=what)
         n = sum(p.numel() for p in modules[residual].parameters())
         expected = depth * (d_model * d_model + d_model)
@@ -304,6 +284,7 @@ def _stack_outputs(DeepStack, d_model, depth, seed):
                    (m.in_features, m.out_features) == (d_model, d_model) for m in linears),
                f"{what} should hold {depth} nn.Linear({d_model}, {d_model}) layers, one per block; found "
                f"{[(m.in_features, m.out_features) for m in linears]}.")
+        load_fixed_weights(linears, seed)
 
     h = _tokens(2, 10, d_model, seed)
     outputs = {}
@@ -312,37 +293,35 @@ def _stack_outputs(DeepStack, d_model, depth, seed):
         out = _forward(module, h)
         expect_shape(out, h.shape, f"{what} applied to h of shape {tuple(h.shape)}")
         outputs[residual] = out
-        linears = _linears(module)
-        with torch.no_grad():
-            reference = _stack(h, linears, residual)
-            exact, atol = _exact(_stack, reference, h, linears, residual)
-            if _close(out.double(), exact, atol=atol):
-                continue
-            plain = _stack(h, linears, False)
-            guesses = [
-                (_stack(h, linears, not residual),
-                 "it computes the same as with residual=" + str(not residual) + ": it ignores the "
-                 "`residual` flag. With the flag, h = h + block(h) in every block; without it, "
-                 "h = block(h)."),
-                (plain + h,
-                 "it adds the input only once, after the last block. The shortcut goes around every "
-                 "block: h = h + block(h) inside the loop."),
-                (_stack(h, linears, residual, lambda linear, h: linear(h)),
-                 "its blocks do not mix the tokens: each block is Linear(attention(h, h, h)), with the "
-                 "token vectors as queries, keys and values (ticketnet.attention), then the Linear."),
-                (_stack(h, linears, residual, lambda linear, h: torch.relu(linear(attention(h, h, h)[0]))),
-                 "it applies a ReLU after each Linear; the block here is attention then Linear, "
-                 "no ReLU."),
-                (_stack(h, linears, residual, lambda linear, h: attention(linear(h), linear(h), linear(h))[0]),
-                 "it applies the Linear before the attention; the block mixes the tokens first, "
-                 "then applies the Linear: linear(attention(h, h, h)[0])."),
-            ]
+        results = references.expected("residuals", "deep_stack", d_model, depth, seed, residual)
+        exact, atol = results["right"], results["atol"]
+        if _close(out.double(), exact, atol=atol):
+            continue
+        guesses = [
+            (results["flag ignored"],
+             "it computes the same as with residual=" + str(not residual) + ": it ignores the "
+             "`residual` flag. With the flag, h = h + block(h) in every block; without it, "
+             "h = block(h)."),
+            (results["added once"],
+             "it adds the input only once, after the last block. The shortcut goes around every "
+             "block: h = h + block(h) inside the loop."),
+            (results["no mixing"],
+             "its blocks do not mix the tokens: each block is Linear(attention(h, h, h)), with the "
+             "token vectors as queries, keys and values (ticketnet.attention), then the Linear."),
+            (results["relu"],
+             "it applies a ReLU after each Linear; the block here is attention then Linear, "
+             "no ReLU."),
+            (results["linear first"],
+             "it applies the Linear before the attention; the block mixes the tokens first, "
+             "then applies the Linear: linear(attention(h, h, h)[0])."),
+        ]
         for guess, message in guesses:
             if _close(out, guess, atol=1e-4):
                 raise AssertionError(f"{what}: {message}")
         expect_close(out.double(), exact, f"{what}'s output", atol=atol,
-                     hint="Expected, for each of your Linear layers in order: change = "
-                          "linear(attention(h, h, h)[0]); h = h + change if residual else change.")
+                     hint="Expected, for each of your Linear layers in order (holding the check's "
+                          "weights): change = linear(attention(h, h, h)[0]); h = h + change if "
+                          "residual else change.")
 
     return outputs
 
@@ -371,15 +350,6 @@ def check_deep_stack(DeepStack, d_model=64, depth=12, seed=0, collapse=True):
 # ReZeroStack
 # ---------------------------------------------------------------------------------------------
 
-def _rezero(h, linears, alphas, step=None):
-    """The reference forward: for block i, h = h + alphas[i] * linear_i(attention(h, h, h)), or
-    what `step(h, linear, alpha)` makes of one block (a likely mistake)."""
-    step = step or (lambda h, linear, alpha: h + alpha * linear(attention(h, h, h)[0]))
-    for linear, alpha in zip(linears, alphas):
-        h = step(h, linear, alpha)
-    return h
-
-
 def _alphas(module, linears, what, depth):
     """The parameters that are not the Linear layers', in the order they were registered: one
     vector of `depth` numbers, or `depth` scalars (an nn.ParameterList, or one per block)."""
@@ -404,7 +374,6 @@ def _set_alphas(alphas, values):
 @task
 def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
     what = f"ReZeroStack({d_model}, {depth})"
-    torch.manual_seed(seed)
     module = _build(ReZeroStack, d_model, depth, what=what)
 
     # Parameters: depth Linear(d_model, d_model) and one alpha per block.
@@ -444,23 +413,23 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
             + (" With ones, the stack starts as a plain residual stack." if torch.equal(start, torch.ones_like(start)) else ""))
 
     # As built, the stack must return its input.
+    load_fixed_weights(linears, seed)
     h = _tokens(2, 10, d_model, seed)
     out = _forward(module, h)
     expect_shape(out, h.shape, f"{what} applied to h of shape {tuple(h.shape)}")
-    zeros = [0.0] * depth
+    at_start = references.expected("residuals", "rezero_at_start", d_model, depth, seed)
     if not _close(out, h, atol=1e-6, rtol=0):
-        with torch.no_grad():
-            guesses = [
-                (torch.zeros_like(h),
-                 "with every alpha at 0 it returns zeros: it replaces h by alpha * block(h). Keep h and "
-                 "add the scaled change: h + alpha[i] * block_i(h)."),
-                (_stack(h, linears, True),
-                 "it adds each block's change at full size, without alpha (h + block(h)): multiply each "
-                 "block's change by its own alpha."),
-                (_rezero(h, linears, zeros, lambda h, linear, a: h + linear(a * attention(h, h, h)[0])),
-                 "with every alpha at 0 it still adds each Linear's bias: the bias escapes alpha, which "
-                 "scales what goes into the Linear (or its weight) instead of the block's whole output."),
-            ]
+        guesses = [
+            (torch.zeros_like(h),
+             "with every alpha at 0 it returns zeros: it replaces h by alpha * block(h). Keep h and "
+             "add the scaled change: h + alpha[i] * block_i(h)."),
+            (at_start["no alpha"],
+             "it adds each block's change at full size, without alpha (h + block(h)): multiply each "
+             "block's change by its own alpha."),
+            (at_start["bias escapes"],
+             "with every alpha at 0 it still adds each Linear's bias: the bias escapes alpha, which "
+             "scales what goes into the Linear (or its weight) instead of the block's whole output."),
+        ]
         for guess, message in guesses:
             if _close(out, guess, atol=1e-5):
                 raise AssertionError(f"{what}: {message}")
@@ -469,42 +438,39 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
                           "input unchanged.")
 
     # With distinct alphas, each block's change is scaled by its own alpha.
-    values = torch.tensor([(0.3 + 0.6 * i / depth) * (-1) ** i for i in range(depth)])
+    values = rezero_alphas(depth)
     _set_alphas(alphas, values)
     out = _forward(module, h)
     expect_shape(out, h.shape, f"{what} applied to h of shape {tuple(h.shape)}")
-    with torch.no_grad():
-        reference = _rezero(h, linears, values)
-        exact, atol = _exact(_rezero, reference, h, linears, values.double())
-        guesses = [] if _close(out.double(), exact, atol=atol) else [
-            (_stack(h, linears, True),
-             "it ignores alpha: it adds each block's change at full size, without alpha "
-             "(h + block(h)). Multiply each block's change by its own alpha."),
-            (_rezero(h, linears, values[:1].expand(depth)),
-             "it scales every block by alpha[0]: block i takes its own alpha[i]."),
-            (_rezero(h, linears, values.flip(0)),
-             "it pairs the alphas with the blocks in reverse order: the block nearest the input "
-             "takes alpha[0], the next alpha[1], and so on."),
-            (_rezero(h, linears, values, lambda h, linear, a: h + linear(a * attention(h, h, h)[0])),
-             "the Linear's bias escapes alpha: alpha scales what goes into the Linear (or its "
-             "weight) instead of the block's whole output."),
-            (_rezero(h, linears, values,
-                     lambda h, linear, a: (1 - a) * h + a * linear(attention(h, h, h)[0])),
-             "it takes a weighted average of h and the change, (1 - alpha) h + alpha block(h). "
-             "ReZero keeps all of h and adds the scaled change: h + alpha[i] * block_i(h)."),
-            (_rezero(h, linears, values, lambda h, linear, a: h + a * linear(h)),
-             "its blocks do not mix the tokens: each block is the mixing block of part 3, "
-             "attention(h, h, h) with the token vectors as queries, keys and values, then the Linear."),
-            (_rezero(h, linears, values,
-                     lambda h, linear, a: h + a * attention(linear(h), linear(h), linear(h))[0]),
-             "it applies the Linear before the attention; the block mixes the tokens first, then "
-             "applies the Linear."),
-        ]
+    results = references.expected("residuals", "rezero", d_model, depth, seed)
+    exact, atol = results["right"], results["atol"]
+    guesses = [] if _close(out.double(), exact, atol=atol) else [
+        (results["no alpha"],
+         "it ignores alpha: it adds each block's change at full size, without alpha "
+         "(h + block(h)). Multiply each block's change by its own alpha."),
+        (results["alpha 0 everywhere"],
+         "it scales every block by alpha[0]: block i takes its own alpha[i]."),
+        (results["alphas reversed"],
+         "it pairs the alphas with the blocks in reverse order: the block nearest the input "
+         "takes alpha[0], the next alpha[1], and so on."),
+        (results["bias escapes"],
+         "the Linear's bias escapes alpha: alpha scales what goes into the Linear (or its "
+         "weight) instead of the block's whole output."),
+        (results["average"],
+         "it takes a weighted average of h and the change, (1 - alpha) h + alpha block(h). "
+         "ReZero keeps all of h and adds the scaled change: h + alpha[i] * block_i(h)."),
+        (results["no mixing"],
+         "its blocks do not mix the tokens: each block is the mixing block of part 3, "
+         "attention(h, h, h) with the token vectors as queries, keys and values, then the Linear."),
+        (results["linear first"],
+         "it applies the Linear before the attention; the block mixes the tokens first, then "
+         "applies the Linear."),
+    ]
     for guess, message in guesses:
         if _close(out, guess, atol=1e-4):
             raise AssertionError(f"{what}: {message}")
     shown = ", ".join(f"{a:.2f}" for a in values[:3].tolist())
     expect_close(out.double(), exact, f"{what}'s output with its alphas set to [{shown}, ...]", atol=atol,
                  hint="Expected, for block i in order: h = h + alpha[i] * linear_i(attention(h, h, h)[0]), "
-                      "with your Linear layers and alphas.")
+                      "with your Linear layers (holding the check's weights) and alphas.")
     passed()
