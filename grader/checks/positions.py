@@ -18,6 +18,7 @@ import re
 import torch
 from torch import nn
 
+from grader import references
 from grader.checks import call, expect, expect_close, expect_shape, passed, task
 
 # ---------------------------------------------------------------------------------------------
@@ -175,15 +176,6 @@ def check_learned_positions(LearnedPositions, max_len=120, d_model=64, batch=3, 
 # ---------------------------------------------------------------------------------------------
 
 
-@task
-def reference_sinusoid(length, d, base=10000.0, exponent=lambda i2, d: i2 / d):
-    """The interleaved table in float64; `base` and `exponent` make the known wrong variants."""
-    pos = torch.arange(length, dtype=torch.float64)[:, None]  # (length, 1)
-    i2 = torch.arange(0, d, 2, dtype=torch.float64)  # the even columns 2i
-    theta = pos / base ** exponent(i2, d)  # (length, d/2), one angle per pair of columns
-    return torch.stack((theta.sin(), theta.cos()), dim=-1).flatten(1)  # sin, cos, sin, cos, ...
-
-
 def _close(a, b, atol):
     return torch.allclose(a.double(), b, atol=atol, rtol=0)
 
@@ -201,7 +193,8 @@ def check_sinusoid(sinusoid, length=50, d=64, atol=1e-3):
     expect_shape(table, (length, d), f"sinusoid({length}, {d})")
     expect(table.is_floating_point(), f"sinusoid({length}, {d}) should hold floats, got {table.dtype}")
     table = table.detach()
-    right = reference_sinusoid(length, d)
+    tables = references.expected("positions", "sinusoid_tables", length, d)
+    right = tables["right"]
 
     row0 = table[0].double()
     if _close(row0, torch.tensor([1.0, 0.0] * (d // 2), dtype=torch.float64), 1e-6):
@@ -226,13 +219,12 @@ def check_sinusoid(sinusoid, length=50, d=64, atol=1e-3):
 
     if not _close(table, right, atol):
         variants = [
-            ("i/d", dict(exponent=lambda i2, d: (i2 / 2) / d),
-             "the exponent is i/d where the contract has 2i/d (2i the even column index: "
-             "torch.arange(0, d, 2) / d)"),
-            ("base", dict(base=1000.0), "the base is 1000; the original transformer uses 10000"),
+            ("exponent i/d", "the exponent is i/d where the contract has 2i/d (2i the even column "
+             "index: torch.arange(0, d, 2) / d)"),
+            ("base 1000", "the base is 1000; the original transformer uses 10000"),
         ]
-        for _, change, what in variants:
-            if _close(table, reference_sinusoid(length, d, **change), atol):
+        for name, what in variants:
+            if _close(table, tables[name], atol):
                 raise AssertionError(f"sinusoid({length}, {d}) matches a table where {what}.")
         gap = (table.double() - right).abs()
         where = divmod(int(gap.argmax()), d)
@@ -258,8 +250,10 @@ def _pads(lengths, s, left=()):
     return pad
 
 
-def _by_hand(h, pad):
-    return torch.stack([h[r][~pad[r]].mean(0) for r in range(len(h))])
+def mean_pool_inputs(lengths, s, d, left, seed):
+    """The check's token vectors h (b, s, d) and padding mask (b, s)."""
+    h = torch.randn(len(lengths), s, d, generator=torch.Generator().manual_seed(seed))
+    return h, _pads(lengths, s, left)
 
 
 def _pool(mean_pool, h, pad, what):
@@ -281,30 +275,28 @@ def _pool(mean_pool, h, pad, what):
 def check_mean_pool(mean_pool, lengths=(6, 3, 1, 4), s=6, d=8, left=(3,), seed=0):
     """mean_pool(h, pad): (b, d), the mean of each row's real tokens; more padding, or other pad
     vectors, change nothing. Rows in `left` have their pads first."""
-    generator = torch.Generator().manual_seed(seed)
-    h = torch.randn(len(lengths), s, d, generator=generator)
-    pad = _pads(lengths, s, left)
+    lengths, left = tuple(lengths), tuple(left)
+    h, pad = mean_pool_inputs(lengths, s, d, left, seed)
+    generator = torch.Generator().manual_seed(seed + 1)
     real = (~pad).sum(1, keepdim=True).float()
+    pools = references.expected("positions", "mean_pools", lengths, s, d, left, seed)
     out = _pool(mean_pool, h, pad, f"mean_pool(h {tuple(h.shape)}, pad {tuple(pad.shape)})")
-    expected = _by_hand(h, pad)
+    expected = pools["right"]
     if not torch.allclose(out, expected, atol=1e-5):
-        keep = (~pad).unsqueeze(-1).float()
-        if torch.allclose(out, h.mean(1), atol=1e-5):
+        if torch.allclose(out, pools["plain mean"], atol=1e-5):
             raise AssertionError("mean_pool returned the plain mean over every position, pads "
                                  "included: average only the real tokens (where pad is False).")
-        if torch.allclose(out, (h * keep).sum(1) / s, atol=1e-5):
+        if torch.allclose(out, pools["divided by s"], atol=1e-5):
             raise AssertionError("mean_pool summed the real tokens but divided by the padded length "
                                  f"s = {s}: divide each row by its number of real tokens, (~pad).sum(1).")
-        if torch.allclose(out, (h * keep).sum(1), atol=1e-5):
+        if torch.allclose(out, pools["sum"], atol=1e-5):
             raise AssertionError("mean_pool returned the sum of the real tokens: divide each row by "
                                  "its number of real tokens, (~pad).sum(1).")
-        pads_mean = ((h * pad.unsqueeze(-1)).sum(1) / pad.sum(1, keepdim=True).clamp(min=1))
         rows = pad.any(1)  # a row without pads has no mean of pads to compare
-        if torch.allclose(out[rows], pads_mean[rows], atol=1e-5, equal_nan=True):
+        if torch.allclose(out[rows], pools["pads"][rows], atol=1e-5, equal_nan=True):
             raise AssertionError("mean_pool averaged the pads and left out the real tokens: pad is "
                                  "True at padding, so keep the positions where it is False (~pad).")
-        if left and torch.allclose(out, torch.stack([h[r, :int(real[r])].mean(0) for r in range(len(h))]),
-                                   atol=1e-5):
+        if left and torch.allclose(out, pools["first n"], atol=1e-5):
             raise AssertionError(
                 f"mean_pool averaged the first n tokens of each row, n the count of real tokens; row "
                 f"{left[0]} here has its pads first. Use the mask itself (True at padding), not a count.")
