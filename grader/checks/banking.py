@@ -13,13 +13,14 @@ prints "Check passed" or raises AssertionError naming the likely mistake. What t
   sinusoidal table added to the token embeddings before the blocks: it reads 200 tokens (longer
   than any learned table), trains exactly as many parameters as TinyTransformer(positions=False),
   sees word order, ignores extra pad columns, and adds exactly sin/cos(p / 10000^(2i/d)),
-  interleaved, which is proven twice: on the input of its first block, and on its scores against
-  a reference built here with the student's own weights copied in.
+  interleaved, which is proven twice: on the input of its first block, and on its scores with
+  the check's fixed weights put in it, against grader.references.
 """
 
 import torch
 from torch import nn
 
+from grader import references
 from grader.checks import call, expect, expect_close, expect_shape, passed, task
 
 PAD = 0
@@ -130,41 +131,6 @@ def check_shuffle_tokens(shuffle_tokens, lengths=(9, 6, 12, 3, 7, 12, 5, 10), s=
 # ---------------------------------------------------------------------------------------------
 
 
-@task
-def reference_sinusoid(length, d, base=10000.0, swap=False):
-    """The interleaved table: columns 2i and 2i+1 hold sin and cos of p / base^(2i/d)."""
-    position = torch.arange(length, dtype=torch.float32).unsqueeze(1)  # (length, 1)
-    angle = position / base ** (torch.arange(0, d, 2, dtype=torch.float32) / d)  # (length, d/2)
-    table = torch.zeros(length, d)
-    table[:, 0::2] = torch.cos(angle) if swap else torch.sin(angle)
-    table[:, 1::2] = torch.sin(angle) if swap else torch.cos(angle)
-    return table
-
-
-def _halves(length, d):
-    angle = torch.arange(length, dtype=torch.float32).unsqueeze(1) / 10000.0 ** (
-        torch.arange(0, d, 2, dtype=torch.float32) / d)
-    return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)
-
-
-class _Reference(nn.Module):
-    """TinyTransformer(positions=False) with the sinusoid added before the blocks, written here."""
-
-    def __init__(self, vocab_size, classes):
-        super().__init__()
-        from ticketnet import TinyTransformer
-        self.net = TinyTransformer(vocab_size, classes=classes, positions=False)
-
-    def forward(self, ids):
-        net = self.net
-        h = net.embed(ids)
-        h = h + reference_sinusoid(ids.shape[1], h.shape[2])
-        pad = ids == PAD
-        h = net.blocks(h, src_key_padding_mask=pad)
-        keep = (~pad).unsqueeze(-1).float()
-        return net.out((net.norm(h) * keep).sum(1) / keep.sum(1).clamp(min=1))
-
-
 def _trainable(module):
     return sum(p.numel() for p in module.parameters() if p.requires_grad)
 
@@ -175,11 +141,12 @@ def _scores(model, ids, what):
     return out.detach()
 
 
-def _copy_weights(student, reference):
-    """Load the student's parameters into the reference: by name (a subclass has the same names, a
-    wrapper the same ones under a prefix), else in order when every shape agrees."""
+def _tiny_parameters(student, blind):
+    """{name in TinyTransformer: the student's parameter of that role}, matched by name (a subclass
+    has the same names, a wrapper the same ones under a prefix), else in order when every shape
+    agrees; None when they cannot be matched."""
     theirs = dict(student.named_parameters())
-    ours = dict(reference.net.named_parameters())
+    ours = dict(blind.named_parameters())
     mapping = {}
     for name in ours:
         found = [n for n in theirs if n == name or n.endswith("." + name)]
@@ -188,12 +155,31 @@ def _copy_weights(student, reference):
     if len(mapping) < len(ours):
         listed = [p for p in student.parameters() if p.requires_grad]
         if len(listed) != len(ours) or any(a.shape != b.shape for a, b in zip(listed, ours.values())):
-            return False
+            return None
         mapping = dict(zip(ours, listed))
+    return mapping
+
+
+def load_fixed_parameters(named, seed):
+    """Fill the parameters {name: parameter}, in TinyTransformer's order, with values from a private
+    generator (within 1/sqrt(fan-in) for matrices, near 1 for norm scales, near 0 for other
+    vectors): the scores then depend on the check's settings alone."""
+    g = torch.Generator().manual_seed(20_000 + seed)
     with torch.no_grad():
-        for name, parameter in ours.items():
-            parameter.copy_(mapping[name])
-    return True
+        for name, p in named.items():
+            values = torch.rand(p.shape, generator=g) * 2 - 1
+            if p.dim() > 1:
+                p.copy_(values / p.shape[1] ** 0.5)
+            else:
+                p.copy_(values * 0.1 + (1.0 if "norm" in name and name.endswith("weight") else 0.0))
+
+
+def final_ids(vocab_size, seed):
+    """The batch the whole model's scores are compared on: 3 tickets of 70 ids, two padded."""
+    ids = torch.randint(2, vocab_size, (3, 70), generator=torch.Generator().manual_seed(seed + 7))
+    ids[0, 30:] = PAD
+    ids[2, 55:] = PAD
+    return ids
 
 
 def _first_block_input(model, ids):
@@ -228,12 +214,13 @@ def _diagnose_added(added, s, d, atol):
             "the first block receives the token embeddings with nothing added: add "
             f"sinusoid(s, d) (s = ids.shape[1]) to the embeddings before the blocks. Added after "
             "the blocks, or not at all, the mean over the tokens cannot see the order.")
+    tables = references.expected("banking", "added_tables", s, d)
     candidates = [
-        (reference_sinusoid(s, d, swap=True), "sin and cos are swapped: the even columns 0, 2, 4, ... "
+        (tables["swapped"], "sin and cos are swapped: the even columns 0, 2, 4, ... "
          "hold sin(p / 10000^(2i/d)), the odd columns 1, 3, 5, ... the cos of the same angle"),
-        (_halves(s, d), "the table puts all the sines first and all the cosines after "
+        (tables["halves"], "the table puts all the sines first and all the cosines after "
          "(torch.cat); they are interleaved: column 2i is sin, column 2i+1 is cos of one angle"),
-        (reference_sinusoid(s, d, base=100.0), "the base is 100; it is 10000"),
+        (tables["base 100"], "the base is 100; it is 10000"),
     ]
     for table, what in candidates:
         if torch.allclose(added, table.expand_as(added), atol=atol):
@@ -291,7 +278,7 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
     if table is not None and entering is not None and tuple(entering.shape) == (2, s, d):
         added = entering - table[ids]
         real = (ids != PAD).unsqueeze(-1).expand_as(added)
-        right = reference_sinusoid(s, d).expand_as(added)
+        right = references.expected("banking", "added_tables", s, d)["right"].expand_as(added)
         if not torch.allclose(added[real], right[real], atol=atol):
             _diagnose_added(added[:1], s, d, atol)
             gap = (added[real] - right[real]).abs().max().item()
@@ -320,21 +307,19 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
                  hint="Extra padding must change nothing: pass src_key_padding_mask=(ids == PAD) to the "
                       "blocks and average the real tokens only, as TinyTransformer does.")
 
-    # The whole model against a reference holding the same weights.
-    reference = _Reference(vocab_size, classes).eval()
-    expect(_copy_weights(model, reference),
+    # The whole model, holding the check's fixed weights, against the scores it should give.
+    mapping = _tiny_parameters(model, blind)
+    expect(mapping is not None,
            "could not match SinusoidEncoder's parameters with TinyTransformer's (embed, blocks, "
            "norm, out): build it on ticketnet.TinyTransformer(vocab_size, classes=classes, "
            "positions=False), as a subclass or by wrapping one.")
-    ids = torch.randint(2, vocab_size, (3, 70), generator=generator)
-    ids[0, 30:] = PAD
-    ids[2, 55:] = PAD
-    expected_scores = reference(ids).detach()
-    expect_close(_scores(model, ids, "SinusoidEncoder"), expected_scores,
+    load_fixed_parameters(mapping, seed)
+    expected_scores = references.expected("banking", "encoder_scores", vocab_size, classes, seed)
+    expect_close(_scores(model, final_ids(vocab_size, seed), "SinusoidEncoder"), expected_scores,
                  "SinusoidEncoder's output",
-                 hint="With the same weights they should equal TinyTransformer's computation with the "
-                      "sinusoid added to the embeddings: embed, + sinusoid, blocks with the padding "
-                      "mask, final norm, mean of the real tokens, out.")
+                 hint="With the check's weights put in it, it should compute as TinyTransformer does "
+                      "with the sinusoid added to the embeddings: embed, + sinusoid, blocks with the "
+                      "padding mask, final norm, mean of the real tokens, out.")
     model.train()
     passed()
 
