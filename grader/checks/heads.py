@@ -2,20 +2,21 @@
 
 One public function per graded name: split_heads, merge_heads, key_padding_mask, multi_head.
 Each builds its own small inputs from a seed, runs the student's code through `call`, prints
-"Check passed" or raises AssertionError naming the likely mistake. The MultiHead check compares
-against nn.MultiheadAttention with the student's weights copied in, and when they differ it tries
-the usual mistakes (no mask, the wrong scale, projections swapped, no output projection) on the
-same weights to say which one the output matches.
+"Check passed" or raises AssertionError naming the likely mistake. The masks are compared with
+grader.references, right and with the usual slips. The MultiHead check puts fixed weights in the
+student's q, k, v and out, compares the output with nn.MultiheadAttention holding them (from
+grader.references), and when they differ, with the usual mistakes (no mask, the wrong scale,
+projections swapped, no output projection) to say which one the output matches.
 """
 
 import itertools
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from grader.checks import attention_twin, call, expect, expect_close, expect_shape, passed, task
+from grader import references
+from grader.checks import call, expect, expect_close, expect_shape, passed, task
 from ticketnet import PAD, UNK
 
 _TRANSPOSE_HINT = ("did you `view` (or `reshape`) straight to (b, heads, s, dh) without `transpose`? "
@@ -26,6 +27,19 @@ _TRANSPOSE_HINT = ("did you `view` (or `reshape`) straight to (b, heads, s, dh) 
 
 def _random(shape, seed):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def load_fixed_projections(projections, seed):
+    """Give the layers {name: nn.Linear} weights drawn from a private generator in the order q, k,
+    v, out, the way nn.Linear draws its own: the layer's output then depends on the check's settings
+    alone, and grader.references can hold it."""
+    g = torch.Generator().manual_seed(30_000 + seed)
+    with torch.no_grad():
+        for name in ("q", "k", "v", "out"):
+            linear = projections[name]
+            bound = 1 / math.sqrt(linear.in_features)
+            for p in (linear.weight, linear.bias):
+                p.copy_(torch.rand(p.shape, generator=g) * 2 * bound - bound)
 
 
 def _ids(lengths, seq=None, seed=0, vocab_size=60):
@@ -82,7 +96,8 @@ def merge_heads(merge_heads, batch=2, seq=6, heads=4, dh=16, seed=0, contiguous=
     memory), which is the case where `transpose(1, 2).view` is refused."""
     d = heads * dh
     h = _random((batch, seq, d), seed)
-    split = h.view(batch, seq, heads, dh).transpose(1, 2)  # (b, heads, s, dh)
+    # head i holds features i*dh:(i+1)*dh of every token, laid out as a split leaves them
+    split = torch.stack([h[..., i * dh:(i + 1) * dh] for i in range(heads)], dim=2).transpose(1, 2)
     if contiguous:
         split = split.contiguous()
     try:
@@ -114,8 +129,10 @@ def merge_heads(merge_heads, batch=2, seq=6, heads=4, dh=16, seed=0, contiguous=
 @task
 def key_padding_mask(key_padding_mask, lengths=(5, 2, 7), seq=None, seed=0):
     """token ids (b, s) -> bool (b, 1, 1, s), True exactly at the PAD keys."""
+    lengths = tuple(lengths)
     ids = _ids(lengths, seq, seed)
     b, s = ids.shape
+    masks = references.expected("heads", "padding_masks", lengths, seq, seed)
     out = call(key_padding_mask, ids.clone())
     expect(isinstance(out, torch.Tensor), f"key_padding_mask should return a tensor, got {type(out).__name__}")
     shape = tuple(out.shape)
@@ -135,12 +152,12 @@ def key_padding_mask(key_padding_mask, lengths=(5, 2, 7), seq=None, seed=0):
     expect(out.dtype == torch.bool,
            f"key_padding_mask returned dtype {out.dtype}; the mask must be bool (True at PAD): "
            "ticketnet.attention and masked_fill refuse other dtypes. Use ids == PAD.")
-    pad = (ids == PAD)[:, None, None, :]
+    pad = masks["right"]
     if not torch.equal(out, pad):
-        if torch.equal(out, ~pad):
+        if torch.equal(out, masks["inverted"]):
             raise AssertionError("the mask is inverted: it is True at the real tokens and False at the "
                                  "pads. It must be True where a key is blocked, i.e. at PAD: ids == PAD.")
-        if torch.equal(out, (ids <= UNK)[:, None, None, :]):
+        if torch.equal(out, masks["unknown words too"]):
             raise AssertionError(f"the mask is also True at the unknown word (id {UNK}); an unknown word is "
                                  f"a real token that attention must read. Block only PAD (id {PAD}).")
         wrong = (out != pad).nonzero()[0].tolist()
@@ -164,8 +181,10 @@ CAUSAL_SHAPES = {
 @task
 def causal_mask(causal_mask, lengths=(5, 2, 7), seq=None, seed=0):
     """token ids (b, s) -> bool (b, 1, s, s), True where key j is a PAD or comes after query i."""
+    lengths = tuple(lengths)
     ids = _ids(lengths, seq, seed)
     b, s = ids.shape
+    masks = references.expected("heads", "causal_masks", lengths, seq, seed)
     out = call(causal_mask, ids.clone())
     expect(isinstance(out, torch.Tensor), f"causal_mask should return a tensor, got {type(out).__name__}")
     shape = tuple(out.shape)
@@ -176,33 +195,31 @@ def causal_mask(causal_mask, lengths=(5, 2, 7), seq=None, seed=0):
         raise AssertionError(f"causal_mask(ids) on ids of shape {(b, s)} returned shape {shape}: {why}.")
     expect(out.dtype == torch.bool, f"causal_mask returned dtype {out.dtype}; the mask must be bool "
            "(True where a key is blocked): ticketnet.attention and masked_fill refuse other dtypes.")
-    later = torch.ones(s, s, dtype=torch.bool).triu(1)  # key j after query i
-    pad_keys = (ids == PAD)[:, None, None, :]
-    want = later | pad_keys
+    want = masks["right"]
     if torch.equal(out, want):
         passed()
         return
     known = [
-        (~want, "the mask is inverted: it is True where a query may read. True must mean blocked: "
-                "the pads and the keys after the query"),
-        (later.expand(b, 1, s, s), "the pads are not blocked: combine the causal part with ids == PAD "
-                                   "along the keys, with | (a key is blocked if it is later OR a pad)"),
-        (pad_keys.expand(b, 1, s, s), "there is no causal part: each query still reads the keys after it. "
-                                      "Block key j wherever j > i (torch.triu with diagonal=1)"),
-        (torch.ones(s, s, dtype=torch.bool).triu(0) | pad_keys,
+        ("inverted", "the mask is inverted: it is True where a query may read. True must mean blocked: "
+                     "the pads and the keys after the query"),
+        ("pads not blocked", "the pads are not blocked: combine the causal part with ids == PAD "
+                             "along the keys, with | (a key is blocked if it is later OR a pad)"),
+        ("no causal part", "there is no causal part: each query still reads the keys after it. "
+                           "Block key j wherever j > i (torch.triu with diagonal=1)"),
+        ("diagonal blocked",
          "the diagonal is blocked too: each token must read itself (diagonal=1). Otherwise the first "
          "token has no key left, and its softmax row is NaN"),
-        (torch.ones(s, s, dtype=torch.bool).tril(-1) | pad_keys,
+        ("transposed",
          "the causal part is transposed: it blocks the keys BEFORE each query. Rows are queries, "
          "columns keys, and key j must be blocked when j > i (the upper triangle)"),
-        (later | (ids == PAD)[:, None, :, None],
+        ("pads as queries",
          "the pads are blocked as queries (rows) instead of keys (columns): the pads lie along the last "
          "dimension, the keys, as in key_padding_mask"),
-        (later & pad_keys, "the two parts are combined with &, which blocks only keys that are both "
-                           "later and pads: a key is blocked if it is later OR a pad, |"),
+        ("and", "the two parts are combined with &, which blocks only keys that are both "
+                "later and pads: a key is blocked if it is later OR a pad, |"),
     ]
     for wrong, why in known:
-        if torch.equal(out, wrong.expand(b, 1, s, s)):
+        if torch.equal(out, masks[wrong]):
             raise AssertionError(f"causal_mask(ids): {why}.")
     where = (out != want).nonzero()[0].tolist()
     raise AssertionError(f"causal_mask(ids) is wrong at ticket {where[0]}, query {where[2]}, key {where[3]}: "
@@ -215,25 +232,7 @@ def causal_mask(causal_mask, lengths=(5, 2, 7), seq=None, seed=0):
 # MultiHead
 # ---------------------------------------------------------------------------------------------
 
-def _split(t, heads):
-    b, s, d = t.shape
-    return t.view(b, s, heads, d // heads).transpose(1, 2)
-
-
-def _variant(layer, h, mask, heads, sources=("q", "k", "v"), scale=None, mask_mode="keys", project=True):
-    """Our own multi-head attention with the student's weights, optionally with one mistake."""
-    b, s, d = h.shape
-    q, k, v = (_split(getattr(layer, name)(h), heads) for name in sources)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(scale or d // heads)
-    if mask_mode == "keys":
-        scores = scores.masked_fill(mask, float("-inf"))
-    elif mask_mode == "inverted":
-        scores = scores.masked_fill(~mask, float("-inf"))
-    merged = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, d)
-    return layer.out(merged) if project else merged
-
-
-def _diagnose(layer, h, mask, heads, out):
+def _diagnose(results, heads, d, out):
     """A hint naming the mistake whose output `out` matches, or None (a correct output gives None)."""
     def same(candidate):
         """Equal wherever the candidate is defined (a row whose keys are all blocked is NaN in ours,
@@ -243,21 +242,20 @@ def _diagnose(layer, h, mask, heads, out):
         defined = torch.isfinite(candidate)
         return bool(defined.any()) and torch.allclose(candidate[defined], out[defined], atol=1e-5, rtol=1e-4)
 
-    d = h.shape[-1]
-    if same(_variant(layer, h, mask, heads, mask_mode="none")):
+    if same(results["no mask"]):
         return ("It equals attention WITHOUT the padding mask: pass `mask` on to attention, so that no "
                 "token reads the pads.")
-    if same(_variant(layer, h, mask, heads, mask_mode="inverted")):
+    if same(results["inverted mask"]):
         return ("It equals attention that reads ONLY the pads. The mask is True at pads; if you use "
                 "F.scaled_dot_product_attention, its bool attn_mask means the opposite (True = may "
                 "attend), so pass attn_mask=~mask.")
-    if heads > 1 and same(_variant(layer, h, mask, heads, scale=d)):
+    if heads > 1 and same(results["scaled by d_model"]):
         return (f"It equals attention with scores divided by sqrt(d_model) = sqrt({d}). Each head "
                 f"compares vectors of dh = {d // heads} numbers: divide by sqrt(dh).")
-    if same(_variant(layer, h, mask, heads, project=False)):
+    if same(results["no output projection"]):
         return "It equals the merged heads before the output projection: apply self.out to them."
     for sources in itertools.product("qkv", repeat=3):
-        if sources != ("q", "k", "v") and same(_variant(layer, h, mask, heads, sources=sources)):
+        if sources != ("q", "k", "v") and same(results["sources " + "".join(sources)]):
             return (f"It equals attention with queries from self.{sources[0]}, keys from self.{sources[1]} "
                     f"and values from self.{sources[2]}: queries come from self.q, keys from self.k, "
                     "values from self.v.")
@@ -275,7 +273,7 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
     The first ticket must be short enough (max(lengths) >= heads * lengths[0]) that a split
     without transpose cannot read its last word."""
     name = f"MultiHead({d_model}, {heads})"
-    torch.manual_seed(seed)
+    lengths = tuple(lengths)
     layer = call(MultiHead, d_model, heads)
     expect(isinstance(layer, nn.Module), f"{name} should be an nn.Module, got {type(layer).__name__}")
     for child in ("q", "k", "v", "out"):
@@ -295,10 +293,11 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
                               f"{want:,} for any head count: four {d_model} x {d_model} weights and four "
                               f"biases, no parameters of its own per head")
 
+    load_fixed_projections({name: getattr(layer, name) for name in ("q", "k", "v", "out")}, seed)
+    results = references.expected("heads", "multi_head", d_model, heads, lengths, seed)
     ids = _ids(lengths, seed=seed)
     b, s = ids.shape
-    pad = ids == PAD
-    mask = pad[:, None, None, :]
+    mask = (ids == PAD)[:, None, None, :]
     h = _random((b, s, d_model), seed + 1)
     with torch.no_grad():
         out = call(layer, h, mask)
@@ -307,10 +306,9 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
                                  "the output tensor (b, s, d_model), without the attention weights")
         expect_shape(out, (b, s, d_model), f"{name}(h, mask) with h of shape {(b, s, d_model)}")
 
-        reference = attention_twin(layer, heads)
-        expected, _ = reference(h, h, h, key_padding_mask=pad, need_weights=False)
+        expected = results["right"]
         agrees = out.shape == expected.shape and torch.allclose(out, expected, atol=1e-5, rtol=1e-4)
-        known = None if agrees else _diagnose(layer, h, mask, heads, out)
+        known = None if agrees else _diagnose(results, heads, d_model, out)
         if known is not None:
             expect_close(out, expected, f"{name}(h, mask) compared with nn.MultiheadAttention holding the "
                          "same weights", hint=known)
