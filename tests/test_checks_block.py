@@ -1,36 +1,70 @@
-"""The parts of grader/checks/block.py that the catalogue does not reach directly: the reference
-the check builds, the variants it uses to name mistakes, mistakes made two at a time, and a block
-whose own parts (MultiHead, FeedForward) are wrong."""
+"""The parts of grader/checks/block.py that the catalogue does not reach directly: the layer the
+results come from, the variants that name mistakes, mistakes made two and three at a time, and a
+block whose own parts (MultiHead, FeedForward) are wrong."""
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from grader.checks import block as check
+from grader.references import block as results
 
 
-def make_block(seed=0, d_model=32, heads=4, d_ff=64):
-    torch.manual_seed(seed)
-    block = check._Block(d_model, heads, d_ff).eval()
-    check._randomize_norms(block, torch.Generator().manual_seed(seed))
-    return block
+class MultiHead(nn.Module):
+    """Section 1's layer, written here with PyTorch's attention function."""
+
+    def __init__(self, d_model, heads):
+        super().__init__()
+        self.q, self.k, self.v, self.out = (nn.Linear(d_model, d_model) for _ in range(4))
+        self.heads = heads
+
+    def forward(self, h, mask=None):
+        b, s, d = h.shape
+        q, k, v = (p(h).view(b, s, self.heads, d // self.heads).transpose(1, 2) for p in (self.q, self.k, self.v))
+        mixed = F.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else ~mask)
+        return self.out(mixed.transpose(1, 2).reshape(b, s, d))
 
 
-def batch(d_model=32, seed=0):
-    return check._inputs(4, 7, d_model, torch.Generator().manual_seed(seed), every_row_padded=True)
+class FeedForward(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.up, self.down = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+    def forward(self, h):
+        return self.down(torch.relu(self.up(h)))
 
 
-class _PostNorm(check._Block):
+class Block(nn.Module):
+    def __init__(self, d_model, heads, d_ff):
+        super().__init__()
+        self.norm1, self.attn = nn.LayerNorm(d_model), MultiHead(d_model, heads)
+        self.norm2, self.ffn = nn.LayerNorm(d_model), FeedForward(d_model, d_ff)
+        self.heads = heads
+
+    def forward(self, h, pad=None):
+        mask = None if pad is None else pad[:, None, None, :]
+        h = h + self.attn(self.norm1(h), mask)
+        return h + self.ffn(self.norm2(h))
+
+
+class PostNorm(Block):
     def forward(self, h, pad=None):
         mask = None if pad is None else pad[:, None, None, :]
         h = self.norm1(h + self.attn(h, mask))
         return self.norm2(h + self.ffn(h))
 
 
-def test_the_checks_own_blocks_pass_every_check(capsys):
-    check.block(check._Block)
-    check.to_reference(lambda block: check.reference_layer(block, block.heads))
-    check.post_norm_block(_PostNorm)
+def parts_and_batch(seed=0, d_model=32, heads=4, d_ff=64):
+    parts = check.block_parts(d_model, heads, d_ff, seed)
+    x, pad = check.inputs(4, 7, d_model, seed, every_row_padded=True)
+    return parts, results._attention_twin(parts, heads), x, pad
+
+
+def test_blocks_written_here_pass_every_check(capsys):
+    check.block(Block)
+    check.to_reference(lambda parts: results.reference_layer(parts, parts.heads))
+    check.post_norm_block(PostNorm)
     assert capsys.readouterr().out.count("Check passed") == 3
 
 
@@ -39,15 +73,15 @@ def test_the_checks_own_blocks_pass_every_check(capsys):
     ("ffn", ("your FeedForward from section 4", "04-residuals")),
 ], ids=["MultiHead", "FeedForward"])
 def test_a_wrong_earlier_part_is_blamed_and_not_the_block(broken, words):
-    class Unmasked(check._MultiHead):  # the mask is dropped: MultiHead's own mistake
+    class Unmasked(MultiHead):  # the mask is dropped: MultiHead's own mistake
         def forward(self, h, mask=None):
             return super().forward(h, None)
 
-    class NoRelu(check._FeedForward):
+    class NoRelu(FeedForward):
         def forward(self, h):
             return self.down(self.up(h))
 
-    class Built(check._Block):
+    class Built(Block):
         def __init__(self, d_model, heads, d_ff):
             super().__init__(d_model, heads, d_ff)
             if broken == "attn":
@@ -61,35 +95,31 @@ def test_a_wrong_earlier_part_is_blamed_and_not_the_block(broken, words):
 
 
 def test_the_reference_and_the_right_variant_agree_with_and_without_gradients():
-    block = make_block()
-    x, pad = batch()
-    reference = check.reference_layer(block, 4)
+    parts, twin, x, pad = parts_and_batch()
+    reference = results.reference_layer(parts, 4)
     assert reference.norm_first and reference.self_attn.batch_first and not reference.training
-    right = check._variant(block, check.attention_twin(block.attn, 4), x, pad)
+    right = results.variant(parts, twin, x, pad)
     assert check._close_at_real(reference(x, src_key_padding_mask=pad).detach(), right.detach(), pad)
     with torch.no_grad():  # the fused fast path
         assert check._close_at_real(reference(x, src_key_padding_mask=pad), right, pad)
 
 
 def test_every_single_mistake_gives_numbers_different_from_the_right_block():
-    block = make_block()
-    x, pad = batch()
-    twin = check.attention_twin(block.attn, 4)
+    parts, twin, x, pad = parts_and_batch()
     with torch.no_grad():
-        right = check._variant(block, twin, x, pad)
+        right = results.variant(parts, twin, x, pad)
         for kwargs in [dict(first="post"), dict(second="none"), dict(first="normed"),
                        dict(mask="ignored"), dict(mask="inverted"), dict(swapped=True), dict(relu=False)]:
-            assert not check._close_at_real(check._variant(block, twin, x, pad, **kwargs), right, pad), kwargs
+            assert not check._close_at_real(results.variant(parts, twin, x, pad, **kwargs), right, pad), kwargs
 
 
 def test_the_right_output_is_not_diagnosed_as_a_mistake():
-    block = make_block()
-    x, pad = batch()
-    twin = check.attention_twin(block.attn, 4)
+    parts, twin, x, pad = parts_and_batch()
     with torch.no_grad():
-        assert check._diagnose(block, twin, x, pad, check._variant(block, twin, x, pad)) is None
-        post = check._variant(block, twin, x, pad, first="post", second="post")
-        assert check._diagnose(block, twin, x, pad, post, order="post") is None
+        right = results.variant(parts, twin, x, pad)
+        assert check._diagnose(results._mistakes(parts, twin, x, pad, "pre"), right, pad) is None
+        post = results.variant(parts, twin, x, pad, first="post", second="post")
+        assert check._diagnose(results._mistakes(parts, twin, x, pad, "post"), post, pad, order="post") is None
 
 
 @pytest.mark.parametrize("kwargs, words", [
@@ -97,12 +127,11 @@ def test_the_right_output_is_not_diagnosed_as_a_mistake():
     (dict(second="none", swapped=True), ("feed-forward step", "missing residual", "swapped")),
     (dict(first="normed", relu=False), ("attention step", "un-normalized", "no relu")),
 ])
-def test_two_mistakes_at_once_are_both_named(kwargs, words):
-    block = make_block(seed=3)
-    x, pad = batch(seed=3)
-    twin = check.attention_twin(block.attn, 4)
+def test_mistakes_made_together_are_all_named(kwargs, words):
+    parts, twin, x, pad = parts_and_batch(seed=3)
     with torch.no_grad():
-        hint = check._diagnose(block, twin, x, pad, check._variant(block, twin, x, pad, **kwargs))
+        hint = check._diagnose(results._mistakes(parts, twin, x, pad, "pre"),
+                               results.variant(parts, twin, x, pad, **kwargs), pad)
     assert hint is not None
     for word in words:
         assert word.lower() in hint.lower(), hint

@@ -81,19 +81,6 @@ def expect_close(actual, expected, what, hint="", atol=1e-5, rtol=1e-4):
         raise AssertionError(f"{what} differs from the expected values by up to {gap:.3g}. {hint}".strip())
 
 
-def attention_twin(layer, heads):
-    """nn.MultiheadAttention holding the weights of a MultiHead layer (nn.Linear children q, k, v,
-    out): the three input projections stacked into in_proj, q rows first. In training mode, where
-    dropout is 0, so that it takes the plain path and computes every position."""
-    d_model = layer.q.in_features
-    twin = nn.MultiheadAttention(d_model, heads, batch_first=True)
-    with torch.no_grad():
-        twin.in_proj_weight.copy_(torch.cat([layer.q.weight, layer.k.weight, layer.v.weight]))  # (3d, d)
-        twin.in_proj_bias.copy_(torch.cat([layer.q.bias, layer.k.bias, layer.v.bias]))
-        twin.out_proj.load_state_dict(layer.out.state_dict())
-    return twin.train()
-
-
 # Functions refused to the student's code right now: [(("module:name", ...), the list of uses)].
 # grader.probe sends them along with each call, so the student's code meets them in the kernel too.
 REFUSED = []

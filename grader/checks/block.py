@@ -7,21 +7,21 @@ the pads) and `ffn`, section 4's `FeedForward` (two nn.Linear, d_model -> d_ff -
 between). In the notebook the two classes are the student's own, read by `load_parts`; when
 grading they are the course's, so a mistake left in section 1 or 4 costs nothing here.
 
-What they prove:
+Every check puts fixed weights, drawn from its seed, in the block's parts (the norms too, every
+part different from the others, so that swapping norm1 and norm2, linear1 and linear2, or two of
+q, k and v changes the numbers), and compares with grader.references, which holds what PyTorch's
+layers give with those weights. What they prove:
 
 - `block(Block)`: the four children and the head count kept as `heads`, 49,984 parameters at
-  (64, 4, 256); `attn` and `ffn` compute
-  what PyTorch's layers compute (when they do not, the message points at section 1 or 4, not at the
-  block); the input is left alone; a ticket's output does not depend on its neighbours; and the
-  output equals, at every real position, that of an `nn.TransformerEncoderLayer(norm_first=True,
-  batch_first=True, dropout=0)` that this check builds ITSELF from the block's children (q, k and v
-  stacked into in_proj), with `src_key_padding_mask`. The student's `to_reference` is never used
-  here, so a wrong `to_reference` cannot fail `Block`.
-- `to_reference(to_reference)`: on a block built here from the check's own parts, with seeded
-  random weights (the norms too, every part different from the others, so that swapping norm1 and
-  norm2, linear1 and linear2, or two of q, k and v changes the numbers), the returned layer is
-  pre-norm, batch-first, without active dropout, holds each weight in its place and computes the
-  block's function.
+  (64, 4, 256); `attn` and `ffn` compute what PyTorch's layers compute (when they do not, the
+  message points at section 1 or 4, not at the block); the input is left alone; a ticket's output
+  does not depend on its neighbours; and the output equals, at every real position, that of an
+  `nn.TransformerEncoderLayer(norm_first=True, batch_first=True, dropout=0)` holding the same
+  weights, with `src_key_padding_mask`. The student's `to_reference` is never used here, so a
+  wrong `to_reference` cannot fail `Block`.
+- `to_reference(to_reference)`: given the parts of a block (its children with the fixed weights),
+  the returned layer is pre-norm, batch-first, without active dropout, holds each weight in its
+  place and computes the block's function.
 - `post_norm_block(PostNormBlock)`: a subclass of the student's Block whose forward is post-norm
   equals `nn.TransformerEncoderLayer(norm_first=False)` holding its weights.
 
@@ -29,9 +29,10 @@ Why only real positions are compared: the vector at a pad position is never read
 keys are masked, and pooling skips pads), PyTorch's fused fast path is free to compute it
 differently, and a correct block may leave anything there. What matters is every real token.
 
-When the output is wrong, the check tries the usual mistakes on the same weights (the other norm
-order, a missing or misplaced residual, the mask ignored or inverted, the norms swapped, no ReLU)
-and names the combination that reproduces the student's numbers.
+When the output is wrong, the check compares it with the usual mistakes made with the same
+weights, one to three at a time (the other norm order, a missing or misplaced residual, the mask
+ignored or inverted, the norms swapped, no ReLU), and names the combination that reproduces the
+student's numbers.
 """
 
 import itertools
@@ -39,53 +40,15 @@ import itertools
 import torch
 from torch import nn
 
-from grader.checks import attention_twin, call, expect, expect_shape, passed, task
+from grader import references
+from grader.checks import call, expect, expect_shape, passed, task
+from grader.checks.heads import load_fixed_projections
+from grader.checks.residuals import load_fixed_weights
 
 ATOL = 1e-5
 RTOL = 1e-4
 CHILDREN = ("norm1", "attn", "norm2", "ffn")
 PROJECTIONS = ("q", "k", "v")
-
-
-# ---------------------------------------------------------------------------------------------
-# The check's own parts, for testing to_reference (the course's MultiHead and FeedForward)
-# ---------------------------------------------------------------------------------------------
-
-class _MultiHead(nn.Module):
-    def __init__(self, d_model, heads):
-        super().__init__()
-        self.q, self.k, self.v, self.out = (nn.Linear(d_model, d_model) for _ in range(4))
-        self.heads = heads
-
-    def forward(self, h, mask=None):
-        key_pad = None if mask is None else mask[:, 0, 0, :]
-        return attention_twin(self, self.heads)(h, h, h, key_padding_mask=key_pad, need_weights=False)[0]
-
-
-class _FeedForward(nn.Module):
-    def __init__(self, d_model, d_ff):
-        super().__init__()
-        self.up = nn.Linear(d_model, d_ff)
-        self.down = nn.Linear(d_ff, d_model)
-
-    def forward(self, h):
-        return self.down(torch.relu(self.up(h)))
-
-
-class _Block(nn.Module):
-    """The check's own correct pre-norm block."""
-
-    def __init__(self, d_model, heads, d_ff):
-        super().__init__()
-        parts = nn.LayerNorm(d_model), _MultiHead(d_model, heads), nn.LayerNorm(d_model), _FeedForward(d_model, d_ff)
-        for name, part in zip(CHILDREN, parts):
-            self.add_module(name, part)
-        self.heads = heads
-
-    def forward(self, h, pad=None):
-        blocked = None if pad is None else pad[:, None, None, :]
-        stream = h + self.attn(self.norm1(h), blocked)
-        return stream + self.ffn(self.norm2(stream))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,14 +67,6 @@ def _table(counts):
     return ", ".join(f"{name} {n:,}" for name, n in counts.items()) + f" -> {sum(counts.values()):,}"
 
 
-def _randomize_norms(block, generator):
-    """LayerNorm starts at weight 1 and bias 0, which would hide norm1/norm2 swapped."""
-    with torch.no_grad():
-        for norm in (block.norm1, block.norm2):
-            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
-            norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=generator))
-
-
 def _linears(block):
     """The block's feed-forward network's nn.Linear layers, the widening one first: section 4
     allowed any layout, even the second layer created first. By registration order when the
@@ -121,9 +76,44 @@ def _linears(block):
     return sorted(found, key=lambda m: m.in_features != d_model)
 
 
-def _inputs(batch, seq, d_model, generator, every_row_padded):
+def load_fixed_block(block, seed):
+    """Put fixed weights, drawn from private generators, in the block's parts: the norms (not at
+    their initial 1 and 0, which would hide norm1 and norm2 swapped), q, k, v and out, and the
+    feed-forward network's two Linear layers."""
+    generator = torch.Generator().manual_seed(40_000 + seed)
+    with torch.no_grad():
+        for norm in (block.norm1, block.norm2):
+            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
+            norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=generator))
+    load_fixed_projections({name: getattr(block.attn, name) for name in (*PROJECTIONS, "out")}, seed)
+    load_fixed_weights(_linears(block), seed)
+
+
+class _Parts(nn.Module):
+    """Named children and nothing else: the parts of a block, given to to_reference."""
+
+    def __init__(self, **children):
+        super().__init__()
+        for name, child in children.items():
+            self.add_module(name, child)
+
+
+def block_parts(d_model, heads, d_ff, seed):
+    """A block's parts (norm1, attn with q, k, v, out and heads, norm2, ffn with up and down) with
+    the fixed weights, and its head count as `heads`: what to_reference reads."""
+    attn = _Parts(**{name: nn.Linear(d_model, d_model) for name in (*PROJECTIONS, "out")})
+    attn.heads = heads
+    parts = _Parts(norm1=nn.LayerNorm(d_model), attn=attn, norm2=nn.LayerNorm(d_model),
+                   ffn=_Parts(up=nn.Linear(d_model, d_ff), down=nn.Linear(d_ff, d_model)))
+    parts.heads = heads
+    load_fixed_block(parts, seed)
+    return parts.eval()
+
+
+def inputs(batch, seq, d_model, seed, every_row_padded):
     """Random token vectors (pads hold random vectors too, so reading them shows) and a mask with
     a different number of real tokens per ticket; each ticket keeps at least two real tokens."""
+    generator = torch.Generator().manual_seed(seed + (0 if every_row_padded else 1))
     x = torch.randn(batch, seq, d_model, generator=generator)
     pad = torch.zeros(batch, seq, dtype=torch.bool)
     for i in range(batch):
@@ -150,25 +140,8 @@ def _gap_at_real(a, b, pad):
     return (a[real] - b[real]).abs().max().item()
 
 
-@task
-def reference_layer(block, heads, norm_first=True):
-    """An nn.TransformerEncoderLayer built here from the block's own children (not the student's
-    to_reference): batch-first, no dropout, eval mode; pre-norm unless norm_first=False."""
-    first, second = _linears(block)
-    layer = nn.TransformerEncoderLayer(first.in_features, heads, first.out_features, dropout=0.0,
-                                       batch_first=True, norm_first=norm_first,
-                                       layer_norm_eps=block.norm1.eps)
-    with torch.no_grad():
-        layer.self_attn.load_state_dict(attention_twin(block.attn, heads).state_dict())
-        layer.linear1.load_state_dict(first.state_dict())
-        layer.linear2.load_state_dict(second.state_dict())
-        layer.norm1.load_state_dict(block.norm1.state_dict())
-        layer.norm2.load_state_dict(block.norm2.state_dict())
-    return layer.eval()
-
-
 # ---------------------------------------------------------------------------------------------
-# The usual mistakes, computed from the block's own weights, to name what went wrong
+# The usual mistakes, to name what went wrong
 # ---------------------------------------------------------------------------------------------
 
 STEPS = ("the attention step", "the feed-forward step")
@@ -190,47 +163,28 @@ OTHER_HINTS = {
 }
 
 
-def _variant(block, twin, h, pad, first="pre", second="pre", mask="right", swapped=False, relu=True):
-    """The block's function with its own weights, arranged as given: `twin` is its attention as
-    nn.MultiheadAttention (attention_twin)."""
-    norm_a, norm_f = (block.norm2, block.norm1) if swapped else (block.norm1, block.norm2)
-    lin1, lin2 = _linears(block)
-    key_pad = {"right": pad, "ignored": None, "inverted": None if pad is None else ~pad}[mask]
-
-    def attention(x):
-        return twin(x, x, x, key_padding_mask=key_pad, need_weights=False)[0]
-
-    def feed_forward(x):
-        hidden = lin1(x)
-        return lin2(torch.relu(hidden) if relu else hidden)
-
-    def step(h, part, norm, mode):
-        if mode == "pre":
-            return h + part(norm(h))
-        if mode == "post":
-            return norm(h + part(h))
-        if mode == "none":
-            return part(norm(h))
-        return norm(h) + part(norm(h))  # "normed"
-
-    h = step(h, attention, norm_a, first)
-    return step(h, feed_forward, norm_f, second)
-
-
-def _diagnose(block, twin, h, pad, out, order="pre"):
-    """Hints naming the mistakes whose combination reproduces `out` in a block meant to be `order`
-    ("pre" or "post") in both steps, or None."""
+def mistakes(order):
+    """The combinations of mistakes the check can name in a block meant to be `order` ("pre" or
+    "post") in both steps, one to three at a time, fewest first: (first step, second step, mask,
+    norms swapped, ReLU)."""
     modes = (order, *(m for m in MODES if m != order))
     grid = itertools.product(modes, modes, ("right", "ignored", "inverted"), (False, True), (True, False))
-    grid = sorted(grid, key=lambda g: (g[0] != order) + (g[1] != order) + (g[2] != "right") + g[3] + (not g[4]))
+    count = lambda g: (g[0] != order) + (g[1] != order) + (g[2] != "right") + g[3] + (not g[4])  # noqa: E731
+    return [g for g in sorted(grid, key=count) if 1 <= count(g) <= 3]
+
+
+def mistake_key(combination):
+    return " ".join(str(part) for part in combination)
+
+
+def _diagnose(variants, out, pad, order="pre"):
+    """Hints naming the mistakes whose combination reproduces `out`, or None. `variants` holds
+    the output of each combination of mistakes(order) (grader.references)."""
     found = None
-    for first, second, mask, swapped, relu in grid[1:]:  # grid[0] is the right block
-        try:
-            candidate = _variant(block, twin, h, pad, first, second, mask, swapped, relu)
-        except Exception:  # noqa: BLE001 - a variant that cannot run is simply not the answer
-            continue
+    for combination in mistakes(order):
+        candidate = variants[mistake_key(combination)]
         if torch.isfinite(candidate[~pad]).all() and _close_at_real(out, candidate, pad):
-            found = (first, second, mask, swapped, relu)
+            found = combination
             break
     if found is None:
         return None
@@ -283,51 +237,48 @@ def _count(block, d_model, d_ff):
            "or a bias switched off, change the count.")
 
 
-def _parts_work(block, twin, x, pad):
+def _parts_work(block, x, pad, results):
     """The block's attention and feed-forward network compute PyTorch's functions: otherwise the
     mistake is in section 1 or 4, and the message says so instead of blaming the block."""
     got = call(_named(block.attn, "block.attn"), x, pad[:, None, None, :])
-    want = twin(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+    want = results["attention"]
     expect(isinstance(got, torch.Tensor) and got.shape == want.shape and _close_at_real(got, want, pad),
            "block.attn, your MultiHead from section 1, does not compute what nn.MultiheadAttention "
            "holding its weights computes. The block is checked with it, so fix MultiHead first: its "
            "check in 01-heads names the mistake. Save that notebook and run the load_parts cell here "
            "again. (The autograder grades this block with the course's own MultiHead.)")
-    first, second = _linears(block)
     got = call(_named(block.ffn, "block.ffn"), x)
     expect(isinstance(got, torch.Tensor) and got.shape == x.shape
-           and torch.allclose(got, second(torch.relu(first(x))), atol=ATOL, rtol=RTOL),
+           and torch.allclose(got, results["feed forward"], atol=ATOL, rtol=RTOL),
            "block.ffn, your FeedForward from section 4, does not compute Linear -> ReLU -> Linear. Fix "
            "it first: its check in 04-residuals names the mistake; save that notebook and run the "
            "load_parts cell here again. (The autograder grades this block with the course's own.)")
 
 
 def _build(cls, name, d_model, heads, d_ff, seed):
-    """The student's block built and checked part by part, its norms randomized, in eval mode,
-    with the twin of its attention and a batch of inputs."""
-    torch.manual_seed(seed)
+    """The student's block built and checked part by part, with the fixed weights, in eval mode."""
     model = call(cls, d_model, heads, d_ff)
     expect(isinstance(model, nn.Module), f"{name}(...) should be an nn.Module, got {type(model).__name__}")
     _structure(model, d_model, d_ff, name)
     expect(getattr(model, "heads", None) == heads,
            f"{name}({d_model}, {heads}, {d_ff}).heads is {getattr(model, 'heads', 'missing')}: keep the head "
            "count as self.heads; no weight's shape shows it, and to_reference needs it")
-    generator = torch.Generator().manual_seed(seed)
-    _randomize_norms(model, generator)
-    return model.eval(), generator
+    load_fixed_block(model, seed)
+    return model.eval()
 
 
 @task
 def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
     """Check the student's Block class; see the module docstring for what it proves."""
-    model, generator = _build(Block, "Block", d_model, heads, d_ff, seed)
+    model = _build(Block, "Block", d_model, heads, d_ff, seed)
     _count(model, d_model, d_ff)
+    results = references.expected("block", "block_outputs", d_model, heads, d_ff, batch, seq, seed)
     forward = _named(model, "block")
-    twin = attention_twin(model.attn, heads)
-    x, pad = _inputs(batch, seq, d_model, generator, every_row_padded=True)
+    x, pad = inputs(batch, seq, d_model, seed, every_row_padded=True)
+    others = torch.Generator().manual_seed(seed + 2)
 
     with torch.no_grad():
-        _parts_work(model, twin, x, pad)
+        _parts_work(model, x, pad, results)
 
         # 1. Shape, default pad=None, and the input left alone.
         kept = x.clone()
@@ -343,22 +294,21 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
                "on the caller's tensor); write h = h + ... so that a new tensor is made")
 
         # 2. A ticket's output does not depend on its neighbours.
-        others = x.clone()
-        others[1:] = torch.randn(others[1:].shape, generator=generator)
-        alone = call(forward, others)
+        changed = x.clone()
+        changed[1:] = torch.randn(changed[1:].shape, generator=others)
+        alone = call(forward, changed)
         expect(torch.allclose(out[0], alone[0], atol=ATOL, rtol=RTOL),
                "ticket 0's output changed when only the OTHER tickets of its batch changed: the "
                "tickets of one batch are mixed. Does forward transpose h, or average over dim 0?")
 
         # 3. Equal to PyTorch's layer, with the padding mask, at every real position.
-        reference = reference_layer(model, heads)
         out = call(forward, x, pad)
         expect_shape(out, (batch, seq, d_model), "block(h, pad)")
         expect(torch.isfinite(out[~pad]).all(), "block(h, pad) returned NaN or inf at real "
                "positions: is the mask inverted, or were the weights changed?")
-        want = reference(x, src_key_padding_mask=pad)
+        want = results["right"]
         if not _close_at_real(out, want, pad):
-            hint = _diagnose(model, twin, x, pad, out)
+            hint = _diagnose(results["mistakes"], out, pad)
             raise AssertionError(
                 f"block(h, pad) differs from nn.TransformerEncoderLayer(norm_first=True, "
                 f"batch_first=True, dropout=0) holding your block's weights by up to "
@@ -368,17 +318,17 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
                    "to h, then the feed-forward network on norm2(h), added to h again."))
 
         # 4. Tickets without padding, tickets of two real tokens, and neighbours with other pads.
-        x2, pad2 = _inputs(batch, seq, d_model, generator, every_row_padded=False)
+        x2, pad2 = inputs(batch, seq, d_model, seed, every_row_padded=False)
         out2 = call(forward, x2, pad2)
         expect(torch.isfinite(out2[~pad2]).all(),
                "block(h, pad) returned NaN for a ticket without any padding: every key of that "
                "ticket was masked. The mask must be True at the pads (pad), not ~pad.")
-        want2 = reference(x2, src_key_padding_mask=pad2)
+        want2 = results["right, unpadded tickets"]
         expect(_close_at_real(out2, want2, pad2),
                f"block(h, pad) differs from the reference by up to {_gap_at_real(out2, want2, pad2):.3g} "
                "on a batch with unpadded tickets")
         mixed, mixed_pad = x2.clone(), pad2.clone()
-        mixed[1:] = torch.randn(mixed[1:].shape, generator=generator)
+        mixed[1:] = torch.randn(mixed[1:].shape, generator=others)
         mixed_pad[1:] = mixed_pad[1:].flip(0)
         moved = call(forward, mixed, mixed_pad)
         real0 = ~pad2[0]
@@ -388,7 +338,7 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
                "one row of keys per ticket.")
 
         # 5. Without a mask, equal to the reference without a mask.
-        expect(_close_at_real(call(forward, x), reference(x), None),
+        expect(_close_at_real(call(forward, x), results["right, no mask"], None),
                "block(h) without pad differs from the reference without src_key_padding_mask: "
                "pad=None should mean that no key is masked")
     passed()
@@ -403,7 +353,8 @@ def _same(a, b):
 
 
 def _in_proj_problem(layer, source):
-    """What is wrong with the layer's in_proj (q, k and v stacked) and out_proj, or None."""
+    """What is wrong with the layer's in_proj (q, k and v, a block of d rows each) and out_proj,
+    or None."""
     attn = layer.self_attn
     d = attn.embed_dim
     rows = {name: getattr(source.attn, name) for name in PROJECTIONS}
@@ -411,15 +362,18 @@ def _in_proj_problem(layer, source):
     if weight is None or weight.shape != (3 * d, d):
         return (f"the layer's self_attn.in_proj_weight is {None if weight is None else tuple(weight.shape)}: "
                 f"it should stack the block's q, k and v weights into one ({3 * d}, {d}) tensor")
-    if not _same(weight, torch.cat([rows[name].weight for name in PROJECTIONS])):
+
+    def holds(tensor, names, part):
+        return all(_same(tensor[i * d:(i + 1) * d], getattr(rows[name], part)) for i, name in enumerate(names))
+    if not holds(weight, PROJECTIONS, "weight"):
         for order in itertools.permutations(PROJECTIONS):
-            if _same(weight, torch.cat([rows[name].weight for name in order])):
+            if holds(weight, order, "weight"):
                 return (f"self_attn.in_proj_weight stacks the weights in the order {', '.join(order)}: "
                         "PyTorch reads rows 0 to d-1 as the queries, d to 2d-1 as the keys and 2d to "
                         "3d-1 as the values, so stack q, k, v")
         return ("self_attn.in_proj_weight does not hold the block's q, k and v weights: stack "
                 "block.attn.q.weight, block.attn.k.weight and block.attn.v.weight along dim 0")
-    if not _same(bias, torch.cat([rows[name].bias for name in PROJECTIONS])):
+    if not holds(bias, PROJECTIONS, "bias"):
         if bias.abs().max() == 0:
             return ("self_attn.in_proj_bias is still all zeros: the biases of q, k and v go there, "
                     "stacked in the same order as the weights")
@@ -449,16 +403,12 @@ def _weights_in_place(layer, source):
 
 @task
 def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, seed=0):
-    """Check the student's to_reference on a correct block built here (default d_ff == d_model,
+    """Check the student's to_reference on a block's parts built here (default d_ff == d_model,
     so that linear1 and linear2 swapped still load without a shape error)."""
-    torch.manual_seed(seed)
-    generator = torch.Generator().manual_seed(seed)
-    source = _Block(d_model, heads, d_ff)
-    _randomize_norms(source, generator)
-    source.eval()
-    x, pad = _inputs(batch, seq, d_model, generator, every_row_padded=False)
-    with torch.no_grad():
-        want = source(x, pad)
+    source = block_parts(d_model, heads, d_ff, seed)
+    kept = {name: value.clone() for name, value in source.state_dict().items()}
+    x, pad = inputs(batch, seq, d_model, seed, every_row_padded=False)
+    want = references.expected("block", "block_function", d_model, heads, d_ff, batch, seq, seed)
     layer = call(to_reference, source)
     expect(isinstance(layer, nn.TransformerEncoderLayer),
            f"to_reference should return an nn.TransformerEncoderLayer, got {type(layer).__name__}")
@@ -490,11 +440,11 @@ def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, see
            "(relu) and layer_norm_eps (1e-5)")
     with torch.no_grad():  # eval mode without gradients: PyTorch may take its fused fast path
         fast = layer(x, src_key_padding_mask=pad)
-        again = source(x, pad)
     expect(_close_at_real(fast, want, pad),
            "under torch.no_grad() the layer differs from the block at the real positions")
-    expect(torch.equal(again, want), "to_reference changed the block it was given: copy its "
-           "weights into the new layer, do not modify the block")
+    expect(all(torch.equal(value, kept[name]) for name, value in source.state_dict().items()),
+           "to_reference changed the block it was given: copy its weights into the new layer, do not "
+           "modify the block")
     passed()
 
 
@@ -505,18 +455,17 @@ def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, see
 @task
 def post_norm_block(PostNormBlock, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
     """Check the student's post-norm block against nn.TransformerEncoderLayer(norm_first=False)."""
-    model, generator = _build(PostNormBlock, "PostNormBlock", d_model, heads, d_ff, seed)
+    model = _build(PostNormBlock, "PostNormBlock", d_model, heads, d_ff, seed)
     forward = _named(model, "post_norm_block")
-    twin = attention_twin(model.attn, heads)
-    reference = reference_layer(model, heads, norm_first=False)
+    results = references.expected("block", "post_norm_outputs", d_model, heads, d_ff, batch, seq, seed)
     with torch.no_grad():
         for every_row_padded in (True, False):
-            x, pad = _inputs(batch, seq, d_model, generator, every_row_padded)
+            x, pad = inputs(batch, seq, d_model, seed, every_row_padded)
             out = call(forward, x, pad)
             expect_shape(out, (batch, seq, d_model), "post_norm_block(h, pad)")
-            want = reference(x, src_key_padding_mask=pad)
+            want = results[f"right, padded {every_row_padded}"]
             if not _close_at_real(out, want, pad):
-                hint = _diagnose(model, twin, x, pad, out, order="post")
+                hint = _diagnose(results[f"mistakes, padded {every_row_padded}"], out, pad, order="post")
                 raise AssertionError(
                     f"post_norm_block(h, pad) differs from nn.TransformerEncoderLayer(norm_first=False, "
                     f"batch_first=True, dropout=0) holding its weights by up to {_gap_at_real(out, want, pad):.3g} "
@@ -524,7 +473,7 @@ def post_norm_block(PostNormBlock, d_model=64, heads=4, d_ff=256, batch=5, seq=9
                                                  "Post-norm adds each part's output to h, then normalizes "
                                                  "the sum: norm1 after attention, norm2 after the "
                                                  "feed-forward network."))
-        expect(_close_at_real(call(forward, x), reference(x), None),
+        expect(_close_at_real(call(forward, x), results["right, no mask"], None),
                "post_norm_block(h) without pad differs from the reference without a mask: pad=None "
                "should mean that no key is masked")
     passed()
