@@ -18,18 +18,19 @@ What they prove, on small made-up inputs (no model is trained here):
   message about using the test set to choose. With a tie on validation, any of the tied names is
   accepted, still scored once.
 - `encoder(Encoder)`: built at small sizes, the encoder has TinyTransformer's children (`embed`,
-  `position`, `blocks` an nn.ModuleList of distinct blocks, `norm`, `out`) and parameter count,
-  and computes TinyTransformer's function with its own children: positions added, every block
-  called with the padding mask, the final norm, the mean of the real tokens, `out`. The reference
-  runs the encoder's own blocks, so a wrong Block (the student's, in the notebook) fails its own
-  check in section 5, not this one. A plain list of blocks, one block repeated, and the usual
-  mistakes of the forward (no positions, no mask, pads in the mean, a sum or the first token,
-  the norm after pooling or missing) are named. Adding pads at the end changes no score.
+  `position`, `blocks` an nn.ModuleList of distinct blocks, `norm`, `out`) and parameter count.
+  With fixed weights put in every child, it computes TinyTransformer's function (grader.references):
+  positions added, every block called with the padding mask, the final norm, the mean of the real
+  tokens, `out`. Its first block is tried alone first, so a wrong Block (the student's, in the
+  notebook) is named as section 5's mistake, not this one's. A plain list of blocks, one block
+  repeated, and the usual mistakes of the forward (no positions, no mask, pads in the mean, a sum
+  or the first token, the norm after pooling or missing) are named. Adding pads at the end
+  changes no score.
 - `from_tiny(from_tiny)`: on a TinyTransformer whose every weight is random and distinct, and on
-  the check's own encoder (the course's parts, so a wrong Encoder cannot fail this task), the
-  returned encoder holds each weight in its place (q, k and v split out of in_proj in that order,
-  not transposed; the biases; out_proj; linear1 and linear2; norm1 and norm2; embed, position,
-  norm, out) and gives the TinyTransformer's scores. The TinyTransformer is left unchanged.
+  the parts of an encoder (built here, so a wrong Encoder cannot fail this task), the returned
+  encoder holds each weight in its place (q, k and v split out of in_proj in that order, not
+  transposed; the biases; out_proj; linear1 and linear2; norm1 and norm2; embed, position, norm,
+  out), which makes its scores the TinyTransformer's. The TinyTransformer is left unchanged.
 """
 
 import itertools
@@ -39,8 +40,9 @@ import pandas as pd
 import torch
 from torch import nn
 
+from grader import references
 from grader.checks import call, expect, expect_shape, passed, prediction, task  # noqa: F401 (prediction: for the notebook)
-from grader.checks.block import _Block, _linears, expected_counts
+from grader.checks.block import _Parts, _close_at_real, _linears, block_parts, expected_counts, load_fixed_block
 
 TEAMS = ("delivery", "returns", "payment", "warranty", "account")  # as ticketnet.TEAMS
 
@@ -83,18 +85,6 @@ def _case(name, seed=0):
     return rows, [p for _, _, p in triples]
 
 
-def _expected(rows, predicted):
-    """style -> (accuracy, tickets, right), plus the overall numbers under "all"."""
-    table = {}
-    for row, team in zip(rows, predicted):
-        right, n = table.get(row["style"], (0, 0))
-        table[row["style"]] = (right + (team == row["team"]), n + 1)
-    out = {s: (r / n, n, r) for s, (r, n) in sorted(table.items())}
-    right = sum(r for _, _, r in out.values())
-    out["all"] = (right / len(rows), len(rows), right)
-    return out
-
-
 def _show(frame):
     try:
         return "\n" + frame.to_string()
@@ -116,7 +106,7 @@ def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
     snapshot = [dict(r) for r in rows]
     table = call(style_accuracy, rows, predicted.clone() if as_tensor else list(predicted))
     expect(rows == snapshot, "style_accuracy changed the rows it was given; build a new table instead")
-    want = _expected(rows, names)
+    want = references.expected("tiny", "style_table", case, seed)
     styles = [s for s in want if s != "all"]
 
     expect(isinstance(table, pd.DataFrame),
@@ -228,9 +218,9 @@ def choose_and_test(choose_and_test, case="visible"):
     test = _Test(models)
     result = call(choose_and_test, valid, test)
     expect(valid == snapshot, "choose_and_test changed valid_accuracy; read it, do not modify it")
-    best = max(valid.values())
-    chosen_ok = {name for name, v in valid.items() if v == best}
-    named = " or ".join(sorted(chosen_ok))
+    chosen_ok = references.expected("tiny", "best_on_validation", case)
+    best = valid[chosen_ok[0]]
+    named = " or ".join(chosen_ok)
 
     calls = test.calls
     if len(calls) > 1:
@@ -287,13 +277,41 @@ def _tickets(vocab_size, batch, seq, generator):
     return ids
 
 
-def _randomize(module, generator):
-    """Every LayerNorm away from weight 1 and bias 0, which would hide a norm used in the wrong place."""
+def encoder_inputs(vocab_size, batch, max_tokens, seed):
+    """The tickets the Encoder check runs: two positions short of max_tokens, so that two pads
+    can be added."""
+    return _tickets(vocab_size, batch, max_tokens - 2, torch.Generator().manual_seed(seed))
+
+
+def load_fixed_encoder(model, seed):
+    """Put fixed weights, drawn from private generators, in an encoder's children: the token and
+    position tables, every block's parts (each block its own), the final norm (away from weight 1
+    and bias 0, which would hide it used in the wrong place) and the output layer."""
+    g = torch.Generator().manual_seed(50_000 + seed)
     with torch.no_grad():
-        for norm in module.modules():
-            if isinstance(norm, nn.LayerNorm):
-                norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
-                norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=generator))
+        for table in (model.embed, model.position):
+            table.weight.copy_(torch.randn(table.weight.shape, generator=g))
+        model.norm.weight.copy_(1 + 0.5 * torch.randn(model.norm.weight.shape, generator=g))
+        model.norm.bias.copy_(0.5 * torch.randn(model.norm.bias.shape, generator=g))
+        bound = 1 / math.sqrt(model.out.in_features)
+        for p in (model.out.weight, model.out.bias):
+            p.copy_(torch.rand(p.shape, generator=g) * 2 * bound - bound)
+    for i, block in enumerate(model.blocks):
+        load_fixed_block(block, 100 * seed + i)
+
+
+def encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens, classes=len(TEAMS)):
+    """An encoder's children and nothing else (no forward): embed, position, blocks (each the
+    parts of a block), norm and out."""
+    return _Parts(embed=nn.Embedding(vocab_size, dim, padding_idx=PAD), position=nn.Embedding(max_tokens, dim),
+                  blocks=nn.ModuleList(block_parts(dim, heads, ffn, seed=i) for i in range(blocks)),
+                  norm=nn.LayerNorm(dim), out=nn.Linear(dim, classes))
+
+
+def fixed_encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens, classes, seed):
+    parts = encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens, classes)
+    load_fixed_encoder(parts, seed)
+    return parts.eval()
 
 
 POOLS = {  # how the token vectors (B, T, D) become one vector per ticket
@@ -308,34 +326,25 @@ NORMS = {"before": "the final norm is applied to each token before pooling",
          "none": "there is no final norm: apply self.norm to h after the last block"}
 
 
-def _encoder_variant(model, ids, positions=True, mask=True, pool="mean", norm="before"):
-    """TinyTransformer's function with the encoder's own children, arranged as given."""
-    pad = ids == PAD
-    h = model.embed(ids)
-    if positions:
-        h = h + model.position(torch.arange(ids.shape[1]))
-    for stage in model.blocks:
-        h = stage(h, pad if mask else None)
-    if norm == "before":
-        h = model.norm(h)
-    real = (~pad).unsqueeze(-1).float()
-    pooled = {"mean": (h * real).sum(1) / real.sum(1), "all": h.mean(1), "sum": (h * real).sum(1),
-              "first": h[:, 0]}[pool]
-    if norm == "after":
-        pooled = model.norm(pooled)
-    return model.out(pooled)
-
-
-def _encoder_diagnosis(model, ids, out):
-    """The mistakes whose combination reproduces `out`, in words, or None."""
+def encoder_mistakes():
+    """The combinations of mistakes the Encoder check can name, fewest first: (positions added,
+    mask passed, pooling, final norm)."""
     grid = itertools.product((True, False), (True, False), POOLS, NORMS)
     grid = sorted(grid, key=lambda g: (not g[0]) + (not g[1]) + (g[2] != "mean") + (g[3] != "before"))
-    for positions, mask, pool, norm in grid[1:]:  # grid[0] is the right encoder
-        try:
-            candidate = _encoder_variant(model, ids, positions, mask, pool, norm)
-        except Exception:  # noqa: BLE001 - a variant that cannot run is simply not the answer
-            continue
+    return grid[1:]  # grid[0] is the right encoder
+
+
+def mistake_key(combination):
+    return " ".join(str(part) for part in combination)
+
+
+def _encoder_diagnosis(mistakes, out):
+    """The mistakes whose combination reproduces `out`, in words, or None. `mistakes` holds the
+    scores of each combination (grader.references)."""
+    for combination in encoder_mistakes():
+        candidate = mistakes[mistake_key(combination)]
         if candidate.shape == out.shape and torch.allclose(candidate, out, atol=1e-5, rtol=1e-4):
+            positions, mask, pool, norm = combination
             hints = [] if positions else ["no position vectors are added to the token vectors"]
             if not mask:
                 hints.append("the blocks get no padding mask: call each block as block(h, pad), "
@@ -403,29 +412,38 @@ def encoder(Encoder, vocab_size=50, dim=16, heads=2, blocks=3, ffn=24, max_token
            f"position {max_tokens * dim:,}, {blocks} blocks of {block_size:,}, norm {2 * dim}, out "
            f"{dim * classes + classes}. A parameter outside these children changes the count.")
 
-    generator = torch.Generator().manual_seed(seed)
-    _randomize(model, generator)
+    load_fixed_encoder(model, seed)
     model.eval()
-    ids = _tickets(vocab_size, batch, max_tokens - 2, generator)
+    results = references.expected("tiny", "encoder_outputs", vocab_size, dim, heads, blocks, ffn,
+                                  max_tokens, classes, batch, seed)
+    ids = encoder_inputs(vocab_size, batch, max_tokens, seed)
     kept = ids.clone()
+    pad = ids == PAD
     with torch.no_grad():
+        first = results["first block input"]
         try:
-            wanted = _encoder_variant(model, ids)
-        except Exception as error:  # noqa: BLE001 - the student's Block, not the encoder, failed
+            inside = model.blocks[0](first, pad)
+            fails = not (isinstance(inside, torch.Tensor) and inside.shape == first.shape
+                         and _close_at_real(inside, results["first block output"], pad))
+            error = "it does not compute the pre-norm block"
+        except Exception as raised:  # noqa: BLE001 - the student's Block, not the encoder, failed
+            fails, error = True, f"{type(raised).__name__}: {raised}"
+        if fails:
             raise AssertionError(
-                f"your Block from section 5 fails inside the encoder ({type(error).__name__}: {error}). "
+                f"your Block from section 5 fails inside the encoder ({error}). "
                 "Fix it first: its check in 05-block names the mistake; save that notebook and run "
                 "the load_parts cell here again. (The autograder grades this encoder with the "
-                "course's own Block.)") from None
+                "course's own Block.)")
         out = call(_named_encoder(model), ids)
         expect(torch.equal(ids, kept), "encoder(ids) changed the ids it was given")
         expect_shape(out, (batch, classes), "encoder(ids) for ids of shape (batch, seq)")
+        wanted = results["right"]
         if not torch.allclose(out, wanted, atol=1e-5, rtol=1e-4):
-            hint = _encoder_diagnosis(model, ids, out)
+            hint = _encoder_diagnosis(results["mistakes"], out)
             gap = (out - wanted).abs().max().item()
             raise AssertionError(
                 f"encoder(ids) differs from TinyTransformer's function, computed with your encoder's "
-                f"own children, by up to {gap:.3g}. " + (f"Your numbers are what you get when {hint}."
+                f"weights and correct blocks, by up to {gap:.3g}. " + (f"Your numbers are what you get when {hint}."
                 if hint else "Embed the ids, add the position vectors of places 0..T-1, run every "
                 "block as block(h, pad), apply the final norm, average the real tokens, then out."))
         longer = torch.cat([ids, torch.full((batch, 2), PAD)], 1)  # the same tickets, two more pads
@@ -443,21 +461,6 @@ def _named_encoder(model):
 # ---------------------------------------------------------------------------------------------
 # from_tiny: a trained TinyTransformer's weights in an encoder of the student's parts
 # ---------------------------------------------------------------------------------------------
-
-class CourseEncoder(nn.Module):
-    """The check's own correct encoder, on the check's own block (the course's parts)."""
-
-    def __init__(self, vocab_size, dim, heads, blocks, ffn, max_tokens, classes=len(TEAMS)):
-        super().__init__()
-        self.embed = nn.Embedding(vocab_size, dim, padding_idx=PAD)
-        self.position = nn.Embedding(max_tokens, dim)
-        self.blocks = nn.ModuleList(_Block(dim, heads, ffn) for _ in range(blocks))
-        self.norm = nn.LayerNorm(dim)
-        self.out = nn.Linear(dim, classes)
-
-    def forward(self, ids):
-        return _encoder_variant(self, ids)
-
 
 def _same_weights(a, b):
     return all(pa.shape == pb.shape and torch.equal(pa, pb) for pa, pb in
@@ -518,9 +521,9 @@ def _tiny_problem(model, tiny):
 
 
 @task
-def from_tiny(from_tiny, vocab_size=40, dim=16, heads=2, blocks=2, ffn=24, max_tokens=12, batch=4, seed=0):
+def from_tiny(from_tiny, vocab_size=40, dim=16, heads=2, blocks=2, ffn=24, max_tokens=12, seed=0):
     """Check the student's from_tiny on a TinyTransformer with random weights (every weight and
-    norm different, so that any two parts mixed up show) and the check's own encoder."""
+    norm different, so that any two parts mixed up show) and the parts of an encoder."""
     from ticketnet import TinyTransformer
 
     torch.manual_seed(seed)
@@ -530,9 +533,10 @@ def from_tiny(from_tiny, vocab_size=40, dim=16, heads=2, blocks=2, ffn=24, max_t
     with torch.no_grad():
         for parameter in tiny.parameters():
             parameter.copy_(0.3 * torch.randn(parameter.shape, generator=generator))
-    _randomize(tiny, generator)
-    torch.manual_seed(seed + 1)
-    model = CourseEncoder(vocab_size, dim, heads, blocks, ffn, max_tokens)
+        for norm in (m for m in tiny.modules() if isinstance(m, nn.LayerNorm)):
+            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
+            norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=generator))
+    model = encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens)
     kept = {name: value.clone() for name, value in tiny.state_dict().items()}
     filled = call(from_tiny, model, tiny)
     expect(all(torch.equal(kept[name], value) for name, value in tiny.state_dict().items()),
@@ -543,10 +547,4 @@ def from_tiny(from_tiny, vocab_size=40, dim=16, heads=2, blocks=2, ffn=24, max_t
            f"from_tiny should return the encoder it filled, got {type(filled).__name__}")
     problem = _tiny_problem(filled, tiny)
     expect(problem is None, f"{problem}." if problem else "")
-    ids = _tickets(vocab_size, batch, max_tokens, generator)
-    with torch.no_grad():
-        got, want = filled.eval()(ids), tiny(ids)
-    expect(torch.allclose(got, want, atol=1e-5, rtol=1e-4),
-           f"the filled encoder's scores differ from the TinyTransformer's by up to "
-           f"{(got - want).abs().max().item():.3g}, although every weight is in place")
     passed()
