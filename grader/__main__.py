@@ -123,6 +123,35 @@ def check(args):
     return 0
 
 
+def publish(args):
+    """Build the student edition in DIR: a git repository to push to the address in
+    grader/course.py (COURSE_REPO), which the notebooks' set-up cells and badges point at. It holds
+    the release notebooks, ticketnet.py, data/, the checks with their expected results, and a
+    student README, and no answer: publishing refuses any line of a model answer, hidden test or
+    mark scheme. With --check, change nothing: exit 1 and list what is stale in DIR.
+    Example: python -m grader publish ../course-student && git -C ../course-student push
+    """
+    from grader import publish as publishing
+    if args.check:
+        found = publishing.differences(args.folder)
+        for line in found:
+            print(line)
+        if found:
+            print(f"{args.folder} is not the edition this repository builds: run `python -m grader "
+                  f"publish {args.folder}`.", file=sys.stderr)
+            return 1
+        print(f"{args.folder} is the edition this repository builds.")
+        return 0
+    try:
+        manifest, commit = publishing.publish(args.folder)
+    except (publishing.Leak, FileExistsError) as error:
+        print(error, file=sys.stderr)
+        return 1
+    print(f"{args.folder}: {len(manifest['files'])} files, built from {manifest['built from']}; "
+          + (f"committed {commit[:12]}" if commit else "nothing changed"))
+    return 0
+
+
 def sample_class(args):
     """Rebuild grader/examples/ (the class `make demo` grades) from the release and catalogues."""
     from grader.sample_class import CLASS, build
@@ -167,6 +196,11 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     releaser.add_argument("--check", action="store_true", help="only report files out of sync")
     releaser.set_defaults(run=release)
+    publisher = verbs.add_parser("publish", help=publish.__doc__.splitlines()[0], description=publish.__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    publisher.add_argument("folder", metavar="DIR", help="the student edition's folder (a git repository)")
+    publisher.add_argument("--check", action="store_true", help="only report what is stale in DIR")
+    publisher.set_defaults(run=publish)
     checker = verbs.add_parser("check", help=check.__doc__.splitlines()[0], description=check.__doc__,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     checker.add_argument("notebook", help="a section notebook (.ipynb)")

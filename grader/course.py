@@ -9,9 +9,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
 RELEASE = ROOT / "notebooks"
 
-# The one place the course's public address is written; the set-up cell of every notebook and
-# the Colab/Kaggle badges are made from it. COURSE_REPO in the environment overrides it.
-COURSE_REPO = "https://github.com/larkfield-academy/transformer-block-course"
+# The one place the address students fetch the course from is written: that of the student
+# edition (`python -m grader publish`), never this repository, which holds the answers. The set-up
+# cell of every notebook and the Colab/Kaggle badges are made from it. COURSE_REPO in the
+# environment overrides it.
+COURSE_REPO = "https://github.com/larkfield-academy/transformer-block-course-student"
 
 SECTIONS = ("01-heads", "02-positions", "03-norms", "04-residuals", "05-block",
             "06-tiny-transformer", "07-banking77")

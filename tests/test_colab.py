@@ -1,24 +1,24 @@
 """A release notebook opened alone, as on Colab or Kaggle: copied into an empty folder, with the
-course address pointed at a local clone of this checkout, executed headless. Its set-up cell must
-fetch the course, and the notebook must run as a student sees it, up to the first task's check."""
+course address pointed at a student edition published from this checkout (`python -m grader
+publish`), executed headless. Its set-up cell must fetch the edition, and the notebook must run as
+a student sees it, up to the first task's check."""
 
 import os
-import subprocess
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from grader import release
-from grader.course import ROOT, release_notebook
+from grader import publish, release
+from grader.course import release_notebook
 
 
 @pytest.fixture(scope="module")
 def course_clone(tmp_path_factory):
-    """A clone of this checkout's committed state, standing in for the public repository."""
-    target = tmp_path_factory.mktemp("origin") / "course"
-    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(target)], check=True)
+    """A student edition published from this checkout, standing in for the public repository."""
+    target = tmp_path_factory.mktemp("origin") / "course-student"
+    publish.publish(target)
     return target
 
 
@@ -44,3 +44,5 @@ def test_a_release_notebook_alone_in_an_empty_folder_fetches_the_course_and_runs
     ran = [c for c in notebook.cells[:notebook.cells.index(failed)] if c.cell_type == "code"]
     assert all(c.execution_count for c in ran), "a cell before the first check did not run"
     assert sorted(os.listdir(tmp_path)) == sorted([opened.name, "transformer-block-course"])
+    fetched = tmp_path / "transformer-block-course"
+    assert not (fetched / "solutions").exists() and not (fetched / "grader" / "catalogue").exists()

@@ -20,6 +20,7 @@ import pytest
 
 from grader import course
 from grader.course import SECTIONS, SUPPORTED, solution_notebook
+from test_edition import assert_model_answers_pass_the_editions_check
 from test_environment import pins
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,9 +104,26 @@ def test_every_catalogue_entry_gets_the_same_verdict_under_colabs_versions(colab
     """tests/test_catalogue.py holds every wrong answer to its message and every right answer to
     full marks; here it runs in the Colab environment (without our pins' pytest plugins)."""
     run = _run(colab, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q",
-               "-W", "ignore::DeprecationWarning", "tests/test_catalogue.py")
+               "-W", "ignore::DeprecationWarning", "tests/test_catalogue.py", "-k", "not TestStudentEdition")
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert re.search(r"\b\d+ passed\b", run.stdout) and " failed" not in run.stdout
+
+
+@pytest.fixture(scope="module")
+def edition(tmp_path_factory):
+    """A student edition published here, under our pins."""
+    from grader import publish
+    folder = tmp_path_factory.mktemp("edition") / "course-student"
+    publish.publish(folder)
+    return folder
+
+
+@pytest.mark.parametrize("section", ["01-heads", "05-block"])
+def test_an_edition_published_under_our_pins_checks_the_model_answers_under_colabs_versions(
+        colab, edition, section):
+    """The results a student's checks compare with are recorded where the instructor publishes;
+    the student runs them on Colab's versions."""
+    assert_model_answers_pass_the_editions_check(edition, section, python=colab)
 
 
 def test_a_release_notebook_alone_fetches_the_course_under_colabs_versions(colab):

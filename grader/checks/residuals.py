@@ -320,8 +320,9 @@ def _stack_outputs(DeepStack, d_model, depth, seed):
                 raise AssertionError(f"{what}: {message}")
         expect_close(out.double(), exact, f"{what}'s output", atol=atol,
                      hint="Expected, for each of your Linear layers in order (holding the check's "
-                          "weights): change = linear(attention(h, h, h)[0]); h = h + change if "
-                          "residual else change.")
+                          "weights): the tokens mixed by attention with h as queries, keys and values, "
+                          "then that Linear; the result added to h with residual=True, in place of h "
+                          "without it.")
 
     return outputs
 

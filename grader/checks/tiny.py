@@ -510,7 +510,7 @@ def _block_problem(i, block, layer):
 
 def _tiny_problem(model, tiny):
     """What the filled encoder does not hold of the TinyTransformer, or None."""
-    for name in ("embed", "position", "norm", "out"):
+    for name in (child for child in ENCODER_CHILDREN if child != "blocks"):
         if not _same_weights(getattr(model, name), getattr(tiny, name)):
             return f"encoder.{name} does not hold tiny.{name}'s weights: copy them (load_state_dict)"
     for i, (block, layer) in enumerate(zip(model.blocks, tiny.blocks.layers)):

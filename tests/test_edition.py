@@ -1,0 +1,140 @@
+"""The student edition (`python -m grader publish`): what it holds, what it leaves out, that its
+own checks pass the model answers and name the mistakes without the reference code, and that
+`publish --check` tells a fresh edition from a stale one."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from grader import publish
+from grader.course import ROOT, SECTIONS, solution_notebook
+
+
+@pytest.fixture(scope="module")
+def edition(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("edition") / "course-student"
+    manifest, commit = publish.publish(folder)
+    return folder, manifest, commit
+
+
+def _run(args, cwd, **kwargs):
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_ROOT", "PYTHONPATH", "NBGRADER_EXECUTION")}
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, **kwargs)
+
+
+def test_the_edition_is_a_git_repository_of_the_release_library_data_and_checks(edition):
+    folder, manifest, commit = edition
+    tracked = _run(["git", "ls-files"], folder).stdout.split()
+    assert commit and set(tracked) == set(manifest["files"]) | {publish.MANIFEST}
+    assert {path.split("/")[0] for path in tracked} == {
+        ".gitignore", "EDITION.json", "LICENSE", "README.md", "data", "environment.yml", "grader",
+        "notebooks", "requirements.txt", "ticketnet.py"}
+    assert sorted(p for p in tracked if p.startswith("notebooks/")) == [
+        f"notebooks/{s}/{s}.ipynb" for s in SECTIONS]
+    assert {p for p in tracked if p.startswith("grader/references/")} == {
+        "grader/references/__init__.py", publish.EXPECTED}
+    for absent in ("solutions/", "grader/catalogue/", "grader/examples/", "tests/", "bench/"):
+        assert not any(p.startswith(absent) for p in tracked), absent
+    assert json.loads((folder / publish.MANIFEST).read_text())["files"] == manifest["files"]
+
+
+def test_the_edition_holds_no_line_of_any_solution_hidden_test_or_mark_scheme(edition):
+    folder, _, _ = edition
+    assert publish.leaks(folder) == []
+    for path in folder.rglob("*"):
+        if path.is_file() and ".git" not in path.parts and path.suffix not in (".pt", ".csv"):
+            text = path.read_text(errors="replace")
+            for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "Mark scheme"):
+                assert marker not in text or path.name == "publish.py", f"{path}: {marker}"
+
+
+def test_a_leak_is_found(edition, tmp_path):
+    """The search finds an answer line wherever it is put, reflowed or not."""
+    folder, _, _ = edition
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns(".git"))
+    cells = nbformat.read(solution_notebook("01-heads"), as_version=4).cells
+    answers = "".join(re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", "\n".join(c.source for c in cells), re.S))
+    line = next(line for line in answers.splitlines() if len(line.strip()) > 25)
+    with open(copy / "grader" / "checks" / "heads.py", "a") as checks:
+        checks.write("\n# " + line.replace(" ", "  ") + "\n")
+    assert [found.split(":")[0] for found in publish.leaks(copy)] == ["grader/checks/heads.py"]
+
+
+def test_the_editions_checks_run_without_the_reference_code(edition):
+    folder, _, _ = edition
+    run = _run([sys.executable, "-c", "import grader.checks.heads, grader.checks.tiny, grader.references\n"
+                "import grader.references.heads"], folder)
+    assert "No module named 'grader.references.heads'" in run.stderr, run.stderr
+
+
+def assert_model_answers_pass_the_editions_check(folder, section, python=sys.executable):
+    """The section's model answers, put in a notebook of the edition `folder`, earn every point of
+    the visible checks when the edition's own `python -m grader check` runs it under `python`."""
+    def answered(name):
+        notebook = nbformat.read(solution_notebook(name), as_version=4)
+        for cell in notebook.cells:  # the checks as the edition shows them: no hidden tests
+            cell.source = re.sub(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS\n?", "", cell.source, flags=re.S)
+        return notebook
+
+    # the earlier sections answered too, where the student saved them: load_parts reads them there
+    earlier = {name: folder / "notebooks" / name / f"{name}.ipynb" for name in SECTIONS[:SECTIONS.index(section)]}
+    released = {name: path.read_bytes() for name, path in earlier.items()}
+    mine = folder / "notebooks" / section / "mine.ipynb"
+    try:
+        for name, path in earlier.items():
+            nbformat.write(answered(name), path)
+        nbformat.write(answered(section), mine)
+        run = _run([python, "-m", "grader", "check", str(mine)], folder, timeout=900)
+    finally:
+        mine.unlink()
+        for name, path in earlier.items():
+            path.write_bytes(released[name])
+    assert run.returncode == 0, run.stderr[-3000:]
+    points = re.search(r"visible checks: (\d+)/(\d+) points", run.stdout)
+    assert points and points[1] == points[2], run.stdout
+    assert "hidden tests" in run.stdout
+
+
+@pytest.mark.parametrize("section", ["01-heads", "04-residuals"])
+def test_the_model_answers_pass_every_visible_check_run_by_the_editions_own_command(edition, section):
+    assert_model_answers_pass_the_editions_check(edition[0], section)
+
+
+def test_the_editions_check_names_an_unwritten_task(edition):
+    folder, _, _ = edition
+    run = _run([sys.executable, "-m", "grader", "check", "notebooks/03-norms/03-norms.ipynb"], folder, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert re.search(r"test_layer_norm\s+0/2\s+AssertionError: layer_norm is not written yet", run.stdout), run.stdout
+
+
+def test_publish_check_tells_a_fresh_edition_from_a_stale_one(edition, tmp_path):
+    folder, _, _ = edition
+    fresh = _run([sys.executable, "-m", "grader", "publish", "--check", str(folder)], ROOT)
+    assert fresh.returncode == 0 and "is the edition this repository builds" in fresh.stdout, fresh.stderr
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    (copy / "README.md").write_text("edited by hand\n")
+    (copy / "notes.txt").write_text("mine\n")
+    (copy / "ticketnet.py").unlink()
+    stale = _run([sys.executable, "-m", "grader", "publish", "--check", str(copy)], ROOT)
+    assert stale.returncode == 1
+    assert stale.stdout.splitlines() == ["stale: README.md", "missing: ticketnet.py", "not ours: notes.txt"]
+
+
+def test_publishing_again_changes_nothing_and_refuses_a_folder_of_other_files(edition, tmp_path):
+    folder, manifest, _ = edition
+    again, commit = publish.publish(folder)
+    assert commit is None and again["files"] == manifest["files"]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "thesis.tex").write_text("\\begin{document}")
+    with pytest.raises(FileExistsError, match="not a git repository"):
+        publish.publish(other)
+    assert [p.name for p in other.iterdir()] == ["thesis.tex"]
