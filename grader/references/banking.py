@@ -9,11 +9,12 @@ from ticketnet import TinyTransformer
 
 
 def _sinusoid(length, d, base=10000.0, swap=False):
-    """The interleaved table: columns 2i and 2i+1 hold sin and cos of p / base^(2i/d)."""
-    angle = torch.arange(length, dtype=torch.float32)[:, None] / base ** (torch.arange(0, d, 2) / d)
-    table = torch.zeros(length, d)
-    table[:, 0::2], table[:, 1::2] = (angle.cos(), angle.sin()) if swap else (angle.sin(), angle.cos())
-    return table
+    """The interleaved table: columns 2i and 2i+1 hold sin and cos of p / base^(2i/d) (cos and
+    sin when `swap`)."""
+    wavelengths = base ** (torch.arange(0, d, 2, dtype=torch.float32) / d)  # one per pair of columns
+    angle = torch.arange(length, dtype=torch.float32)[:, None] / wavelengths
+    pair = (angle.cos(), angle.sin()) if swap else (angle.sin(), angle.cos())
+    return torch.stack(pair, dim=2).reshape(length, d)
 
 
 def added_tables(s, d):
