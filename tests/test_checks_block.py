@@ -14,45 +14,48 @@ from grader.references import block as results
 class MultiHead(nn.Module):
     """Section 1's layer, written here with PyTorch's attention function."""
 
-    def __init__(self, d_model, heads):
+    def __init__(self, width, heads):
         super().__init__()
-        self.q, self.k, self.v, self.out = (nn.Linear(d_model, d_model) for _ in range(4))
         self.heads = heads
+        for name in ("q", "k", "v", "out"):
+            setattr(self, name, nn.Linear(width, width))
 
-    def forward(self, h, mask=None):
-        b, s, d = h.shape
-        q, k, v = (p(h).view(b, s, self.heads, d // self.heads).transpose(1, 2) for p in (self.q, self.k, self.v))
-        mixed = F.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else ~mask)
-        return self.out(mixed.transpose(1, 2).reshape(b, s, d))
+    def forward(self, tokens, blocked=None):
+        def by_head(x):  # (batch, length, width) -> (batch, heads, length, width / heads)
+            return x.unflatten(-1, (self.heads, -1)).transpose(1, 2)
+        allowed = None if blocked is None else ~blocked
+        mixed = F.scaled_dot_product_attention(by_head(self.q(tokens)), by_head(self.k(tokens)),
+                                               by_head(self.v(tokens)), attn_mask=allowed)
+        return self.out(mixed.transpose(1, 2).flatten(2))
 
 
 class FeedForward(nn.Module):
-    def __init__(self, d_model, d_ff):
+    def __init__(self, width, hidden):
         super().__init__()
-        self.up, self.down = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.up, self.down = nn.Linear(width, hidden), nn.Linear(hidden, width)
 
-    def forward(self, h):
-        return self.down(torch.relu(self.up(h)))
+    def forward(self, tokens):
+        return self.down(self.up(tokens).relu())
 
 
 class Block(nn.Module):
-    def __init__(self, d_model, heads, d_ff):
+    def __init__(self, width, heads, hidden):
         super().__init__()
-        self.norm1, self.attn = nn.LayerNorm(d_model), MultiHead(d_model, heads)
-        self.norm2, self.ffn = nn.LayerNorm(d_model), FeedForward(d_model, d_ff)
         self.heads = heads
+        self.attn, self.ffn = MultiHead(width, heads), FeedForward(width, hidden)
+        self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
 
-    def forward(self, h, pad=None):
-        mask = None if pad is None else pad[:, None, None, :]
-        h = h + self.attn(self.norm1(h), mask)
-        return h + self.ffn(self.norm2(h))
+    def forward(self, tokens, pad=None):
+        blocked = None if pad is None else pad[:, None, None, :]
+        stream = tokens + self.attn(self.norm1(tokens), blocked)
+        return stream + self.ffn(self.norm2(stream))
 
 
 class PostNorm(Block):
-    def forward(self, h, pad=None):
-        mask = None if pad is None else pad[:, None, None, :]
-        h = self.norm1(h + self.attn(h, mask))
-        return self.norm2(h + self.ffn(h))
+    def forward(self, tokens, pad=None):
+        blocked = None if pad is None else pad[:, None, None, :]
+        stream = self.norm1(tokens + self.attn(tokens, blocked))
+        return self.norm2(stream + self.ffn(stream))
 
 
 def parts_and_batch(seed=0, d_model=32, heads=4, d_ff=64):
@@ -74,20 +77,20 @@ def test_blocks_written_here_pass_every_check(capsys):
 ], ids=["MultiHead", "FeedForward"])
 def test_a_wrong_earlier_part_is_blamed_and_not_the_block(broken, words):
     class Unmasked(MultiHead):  # the mask is dropped: MultiHead's own mistake
-        def forward(self, h, mask=None):
-            return super().forward(h, None)
+        def forward(self, tokens, blocked=None):
+            return super().forward(tokens, None)
 
     class NoRelu(FeedForward):
-        def forward(self, h):
-            return self.down(self.up(h))
+        def forward(self, tokens):
+            return self.down(self.up(tokens))
 
     class Built(Block):
-        def __init__(self, d_model, heads, d_ff):
-            super().__init__(d_model, heads, d_ff)
+        def __init__(self, width, heads, hidden):
+            super().__init__(width, heads, hidden)
             if broken == "attn":
-                self.attn = Unmasked(d_model, heads)
+                self.attn = Unmasked(width, heads)
             else:
-                self.ffn = NoRelu(d_model, d_ff)
+                self.ffn = NoRelu(width, hidden)
     with pytest.raises(AssertionError) as failure:
         check.block(Built)
     for word in words:
