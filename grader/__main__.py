@@ -144,7 +144,7 @@ def publish(args):
         return 0
     try:
         manifest, commit = publishing.publish(args.folder)
-    except (publishing.Leak, FileExistsError) as error:
+    except (publishing.Leak, publishing.Stale, FileExistsError) as error:
         print(error, file=sys.stderr)
         return 1
     print(f"{args.folder}: {len(manifest['files'])} files, built from {manifest['built from']}; "

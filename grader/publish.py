@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.course import ROOT, SECTIONS, release_notebook, solution_notebook
+from grader.course import ROOT, SECTIONS, solution_notebook
 
 EDITION_SOURCE = ROOT / "grader" / "edition"  # the files written for the edition alone
 
@@ -35,6 +35,10 @@ WRITTEN = [("README.md", "README.md"), ("main.py", "grader/__main__.py"), ("giti
 EXPECTED = "grader/references/expected.pt"  # the results the checks compare with, recorded
 MANIFEST = "EDITION.json"
 AUTHOR = ["-c", "user.name=Course publisher", "-c", "user.email=publisher@localhost"]
+
+
+class Stale(Exception):
+    """The release notebooks are not those the solutions make."""
 
 
 class Leak(Exception):
@@ -122,10 +126,16 @@ def record(sections=SECTIONS):
     return recorded
 
 
-def build(folder, recorded=None):
-    """Write the student edition into the empty or new `folder`, with the checks' results
-    `recorded` (record() when None); returns its manifest."""
+def build(folder):
+    """Write the student edition into the empty or new `folder`; returns its manifest. A release
+    out of step with solutions/ is refused: the edition would ship notebooks the recorded results
+    were not made for."""
     import torch
+    from grader import release
+    stale = release.out_of_sync()
+    if stale:
+        raise Stale("notebooks/ is out of step with solutions/ (run `python -m grader release`): "
+                    + ", ".join(map(str, stale)))
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for pattern in COPIED:
@@ -136,13 +146,10 @@ def build(folder, recorded=None):
             target = folder / source.relative_to(ROOT)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
-    for section in SECTIONS:  # every section must be there, released
-        if not (folder / release_notebook(section).relative_to(ROOT)).is_file():
-            raise FileNotFoundError(f"{release_notebook(section)} is missing: run `python -m grader release`")
     for source, target in WRITTEN:
         (folder / target).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(EDITION_SOURCE / source, folder / target)
-    recorded = record() if recorded is None else recorded
+    recorded = record()
     # sorted, so that the same results make the same bytes (the manifest compares digests)
     torch.save(dict(sorted(recorded.items())), folder / EXPECTED)
     files = {str(path): _digest(folder / path) for path in sorted(_files(folder)) if path.name != MANIFEST}

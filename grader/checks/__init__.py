@@ -14,6 +14,7 @@ modules hold (children, parameters, settings), never through its source or frame
 import contextlib
 import functools
 import importlib
+import math
 import sys
 from unittest import mock
 
@@ -65,6 +66,26 @@ def call(function, *args, **kwargs):
         shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else
                            type(a).__name__ if isinstance(a, nn.Module) else repr(a)[:30] for a in args)
         raise AssertionError(f"{name}({shapes}) raised {type(error).__name__}: {error}") from error
+
+
+def load_fixed_linears(linears, generator):
+    """Fill nn.Linear layers, in order, from `generator` the way nn.Linear draws its own weights
+    (uniform within 1/sqrt(in_features)). A check that puts such weights in the student's layers
+    gets outputs fixed by its own settings, which grader.references can hold."""
+    with torch.no_grad():
+        for linear in linears:
+            bound = 1 / math.sqrt(linear.in_features)
+            for p in (linear.weight, linear.bias):
+                if p is not None:
+                    p.copy_(torch.rand(p.shape, generator=generator) * 2 * bound - bound)
+
+
+def load_fixed_norm(norm, generator):
+    """Move an nn.LayerNorm away from weight 1 and bias 0, which would hide it used in the wrong
+    place (or two norms swapped)."""
+    with torch.no_grad():
+        norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
+        norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=generator))
 
 
 def expect_shape(tensor, shape, what):

@@ -41,7 +41,7 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_shape, passed, task
+from grader.checks import call, expect, expect_shape, load_fixed_norm, passed, task
 from grader.checks.heads import load_fixed_projections
 from grader.checks.residuals import load_fixed_weights
 
@@ -81,10 +81,8 @@ def load_fixed_block(block, seed):
     their initial 1 and 0, which would hide norm1 and norm2 swapped), q, k, v and out, and the
     feed-forward network's two Linear layers."""
     generator = torch.Generator().manual_seed(40_000 + seed)
-    with torch.no_grad():
-        for norm in (block.norm1, block.norm2):
-            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
-            norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=generator))
+    for norm in (block.norm1, block.norm2):
+        load_fixed_norm(norm, generator)
     load_fixed_projections({name: getattr(block.attn, name) for name in (*PROJECTIONS, "out")}, seed)
     load_fixed_weights(_linears(block), seed)
 

@@ -10,13 +10,12 @@ projections swapped, no output projection) to say which one the output matches.
 """
 
 import itertools
-import math
 
 import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_close, expect_shape, passed, task
+from grader.checks import call, expect, expect_close, expect_shape, load_fixed_linears, passed, task
 from ticketnet import PAD, UNK
 
 _TRANSPOSE_HINT = ("did you `view` (or `reshape`) straight to (b, heads, s, dh) without `transpose`? "
@@ -33,13 +32,8 @@ def load_fixed_projections(projections, seed):
     """Give the layers {name: nn.Linear} weights drawn from a private generator in the order q, k,
     v, out, the way nn.Linear draws its own: the layer's output then depends on the check's settings
     alone, and grader.references can hold it."""
-    g = torch.Generator().manual_seed(30_000 + seed)
-    with torch.no_grad():
-        for name in ("q", "k", "v", "out"):
-            linear = projections[name]
-            bound = 1 / math.sqrt(linear.in_features)
-            for p in (linear.weight, linear.bias):
-                p.copy_(torch.rand(p.shape, generator=g) * 2 * bound - bound)
+    load_fixed_linears([projections[name] for name in ("q", "k", "v", "out")],
+                       torch.Generator().manual_seed(30_000 + seed))
 
 
 def _ids(lengths, seq=None, seed=0, vocab_size=60):

@@ -41,7 +41,8 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_shape, passed, prediction, task  # noqa: F401 (prediction: for the notebook)
+from grader.checks import call, expect, expect_shape, load_fixed_linears, load_fixed_norm, passed, task
+from grader.checks import prediction  # noqa: F401 (for the notebook)
 from grader.checks.block import _Parts, _close_at_real, _linears, block_parts, expected_counts, load_fixed_block
 
 TEAMS = ("delivery", "returns", "payment", "warranty", "account")  # as ticketnet.TEAMS
@@ -291,11 +292,8 @@ def load_fixed_encoder(model, seed):
     with torch.no_grad():
         for table in (model.embed, model.position):
             table.weight.copy_(torch.randn(table.weight.shape, generator=g))
-        model.norm.weight.copy_(1 + 0.5 * torch.randn(model.norm.weight.shape, generator=g))
-        model.norm.bias.copy_(0.5 * torch.randn(model.norm.bias.shape, generator=g))
-        bound = 1 / math.sqrt(model.out.in_features)
-        for p in (model.out.weight, model.out.bias):
-            p.copy_(torch.rand(p.shape, generator=g) * 2 * bound - bound)
+    load_fixed_norm(model.norm, g)
+    load_fixed_linears([model.out], g)
     for i, block in enumerate(model.blocks):
         load_fixed_block(block, 100 * seed + i)
 
@@ -533,9 +531,8 @@ def from_tiny(from_tiny, vocab_size=40, dim=16, heads=2, blocks=2, ffn=24, max_t
     with torch.no_grad():
         for parameter in tiny.parameters():
             parameter.copy_(0.3 * torch.randn(parameter.shape, generator=generator))
-        for norm in (m for m in tiny.modules() if isinstance(m, nn.LayerNorm)):
-            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
-            norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=generator))
+    for norm in (m for m in tiny.modules() if isinstance(m, nn.LayerNorm)):
+        load_fixed_norm(norm, generator)
     model = encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens)
     kept = {name: value.clone() for name, value in tiny.state_dict().items()}
     filled = call(from_tiny, model, tiny)
