@@ -138,3 +138,11 @@ def test_publishing_again_changes_nothing_and_refuses_a_folder_of_other_files(ed
     with pytest.raises(FileExistsError, match="not a git repository"):
         publish.publish(other)
     assert [p.name for p in other.iterdir()] == ["thesis.tex"]
+
+
+def test_a_release_out_of_step_with_the_solutions_is_not_published(tmp_path, monkeypatch):
+    from grader import release
+    monkeypatch.setattr(release, "out_of_sync", lambda: ["notebooks/01-heads/01-heads.ipynb"])
+    with pytest.raises(publish.Stale, match="grader release"):
+        publish.publish(tmp_path / "edition")
+    assert not (tmp_path / "edition").exists()

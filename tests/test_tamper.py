@@ -173,6 +173,25 @@ def test_breaking_the_probe_costs_only_the_submissions_own_points_and_is_flagged
     assert lost and lost <= flagged, (result["tasks"], result["flags"])
 
 
+BORROWED = ("from grader.references.heads import _attention as _reference\n\n"
+            "def _borrowed(self, h, mask=None):\n"
+            "    return _reference({'q': self.q, 'k': self.k, 'v': self.v, 'out': self.out}, h, mask, self.heads)\n")
+
+
+# Found in stop 23: the sandbox hides the catalogues and the solutions from a kernel, but not
+# grader/references, where the checks' own computations now live (they lived in grader/checks
+# before, as open to the kernel). A MultiHead whose forward borrows the course's attention earns
+# its points. Strict, so that hiding grader/references (with results recorded for the kernel's
+# own check cells) turns this into an ordinary test.
+@pytest.mark.nbgrader
+@pytest.mark.xfail(strict=True, reason="grading kernels can import grader/references")
+def test_an_answer_borrowed_from_the_graders_references_earns_nothing(tmp_path):
+    notebook = submission(BORROWED, 'if "{name}" == "MultiHead": MultiHead.forward = _borrowed', "")
+    nbformat.write(notebook, tmp_path / f"{SECTION}.ipynb")
+    scores = {t["grade_id"]: t["score"] for t in _check(tmp_path / f"{SECTION}.ipynb")["tasks"]}
+    assert scores["test_MultiHead"] == 0, scores
+
+
 @pytest.mark.nbgrader
 def test_a_right_answer_that_warns_and_prints_keeps_full_marks(attacks):
     result = _check(attacks / "noisy" / f"{SECTION}.ipynb")
