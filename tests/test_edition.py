@@ -146,3 +146,20 @@ def test_a_release_out_of_step_with_the_solutions_is_not_published(tmp_path, mon
     with pytest.raises(publish.Stale, match="grader release"):
         publish.publish(tmp_path / "edition")
     assert not (tmp_path / "edition").exists()
+
+
+def test_the_editions_check_reports_an_endless_loop_and_the_checks_it_kept_from_running(edition):
+    folder, _, _ = edition
+    notebook = nbformat.read(folder / "notebooks" / "01-heads" / "01-heads.ipynb", as_version=4)
+    for cell in notebook.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "split_heads":
+            cell.source = cell.source.replace("raise NotImplementedError()", "while True:\n        pass")
+    looping = folder / "notebooks" / "01-heads" / "looping.ipynb"
+    nbformat.write(notebook, looping)
+    try:
+        run = _run([sys.executable, "-m", "grader", "check", str(looping), "--timeout", "5"], folder, timeout=300)
+    finally:
+        looping.unlink()
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "ran past the 5 s limit" in run.stdout
+    assert re.search(r"test_key_padding_mask\s+0/2\s+not run: the notebook stopped before this check", run.stdout), run.stdout

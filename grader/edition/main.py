@@ -13,6 +13,7 @@ from pathlib import Path
 def check(notebook_path, timeout):
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     path = Path(notebook_path).resolve()
     try:
@@ -25,14 +26,21 @@ def check(notebook_path, timeout):
         print(f"{path} holds no check cell of the course", file=sys.stderr)
         return 2
     print(f"running {path.name} (every cell, top to bottom) ...", flush=True)
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    try:
+        NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True,
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    except CellTimeoutError:
+        print(f"  a cell ran past the {timeout} s limit and was stopped; the cells after it did not run "
+              "(an endless loop? --timeout gives more time)")
+    except DeadKernelError:
+        print("  the kernel died while the notebook ran (out of memory?); the cells after that did not run")
     width = max(len(c.metadata["nbgrader"]["grade_id"]) for c in tasks)
     earned = total = 0
     for cell in tasks:
         points = cell.metadata["nbgrader"].get("points", 0)
-        errors = [o for o in cell.outputs if o.output_type == "error"]
-        verdict = "passed" if not errors else f"{errors[0].ename}: {errors[0].evalue}".splitlines()[0]
+        errors = [o for o in cell.outputs if o.output_type == "error"] or ([] if cell.get("execution_count") else
+                                                                          [{"ename": "not run", "evalue": "the notebook stopped before this check"}])
+        verdict = "passed" if not errors else f"{errors[0]['ename']}: {errors[0]['evalue']}".splitlines()[0]
         earned += 0 if errors else points
         total += points
         print(f"  {cell.metadata['nbgrader']['grade_id']:<{width}}  {0 if errors else points:g}/{points:g}  {verdict}")
