@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import judge, release, sandbox
+from grader import judge, publish, release, sandbox
 from grader.repair import repair
 from grader.warm_kernel import WarmKernels, kernel_spec, use_warm_kernels
 from grader.course import ROOT, SOLUTIONS, solution_notebook
@@ -145,7 +145,8 @@ class GradingCourse:
         if os.geteuid() == 0:
             os.chown(sockets, sandbox.STUDENT, sandbox.STUDENT)
         self.settings = sandbox.settings(sockets, sandboxed=sandboxed, data=banking77_folder(),
-                                         limits={"memory_mb": memory_mb})
+                                         limits={"memory_mb": memory_mb},
+                                         references=publish.kernel_references() if sandboxed else None)
         self.kernels = None
         if use_warm_kernels(warm):
             self.kernels = WarmKernels(self.folder / "warm", self.settings)  # importing while nbgrader sets up

@@ -11,17 +11,21 @@ or hand-edited edition is caught. Publishing refuses to write an edition that ho
 model answer, a hidden test or a mark scheme.
 """
 
+import fcntl
 import hashlib
+import importlib.metadata
 import json
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import nbformat
 
-from grader.course import ROOT, SECTIONS, solution_notebook
+from grader.course import ROOT, SECTIONS, message_shape, solution_notebook
 
 EDITION_SOURCE = ROOT / "grader" / "edition"  # the files written for the edition alone
 
@@ -32,8 +36,11 @@ COPIED = ["ticketnet.py", "requirements.txt", "environment.yml", "LICENSE", "dat
 # the edition's own files: (source under grader/edition/, path in the edition)
 WRITTEN = [("README.md", "README.md"), ("main.py", "grader/__main__.py"), ("gitignore", ".gitignore"),
            ("references.py", "grader/references/__init__.py")]
-EXPECTED = "grader/references/expected.pt"  # the results the checks compare with, recorded
+EXPECTED_NAME = "expected.pt"  # the results the checks compare with, recorded (see record)
+EXPECTED = f"grader/references/{EXPECTED_NAME}"
 MANIFEST = "EDITION.json"
+# where kernel_references() keeps its recordings, one folder for each state of the course
+KERNEL_REFERENCES = Path.home() / ".cache" / "transformer-block-course" / "kernel-references"
 AUTHOR = ["-c", "user.name=Course publisher", "-c", "user.email=publisher@localhost"]
 
 
@@ -108,19 +115,24 @@ def source_commit():
     return commit + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def record(sections=SECTIONS):
-    """{key: value} of every result the visible checks ask grader.references for (see there): each
-    section's solution notebook runs in this process with its hidden tests left out, then every
-    catalogue entry is checked, so that the results a check asks for only when an answer is wrong
-    are there too. Only the visible checks' settings are recorded, never the hidden tests'."""
+def record(sections=SECTIONS, hidden=False, mistakes=None):
+    """{key: value} of every result the checks ask grader.references for (see there): each
+    section's solution notebook runs in this process, then every catalogue entry is checked, so
+    that the results a check asks for only when an answer is wrong are there too. hidden=False (the
+    student edition) leaves the hidden tests out: their settings are never recorded. `mistakes`, a
+    dict, receives {"section, check, message shape": [the catalogue's names of the wrong answers
+    that fail with it]} (grader.course.message_shape)."""
     from grader import catalogue, references
     references.RECORDED = recorded = {}
     try:
         for section in sections:
-            session = catalogue.Session(section, hidden=False)
+            session = catalogue.Session(section, hidden=hidden)
             wrong, right = catalogue.load(section)
             for entry in [*wrong, *right]:
-                session.verdict(entry.name, entry.code)
+                message = session.verdict(entry.name, entry.code)
+                if mistakes is not None and message and isinstance(entry, catalogue.Wrong):
+                    key = ", ".join([section, f"test_{entry.name}", message_shape(message)])
+                    mistakes.setdefault(key, []).append(entry.mistake)
     finally:
         references.RECORDED = None
     return recorded
@@ -156,6 +168,69 @@ def build(folder):
     manifest = {"built from": source_commit(), "files": files}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def _course_state():
+    """A digest of everything a recording of the checks' results depends on."""
+    digest = hashlib.sha256(importlib.metadata.version("torch").encode())
+    for path in sorted({*ROOT.glob("grader/**/*.py"), *ROOT.glob("solutions/*/*.ipynb"), *ROOT.glob("data/*"),
+                        ROOT / "ticketnet.py"}):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + _digest(path).encode())
+    return digest.hexdigest()[:16]
+
+
+def _record_for_kernels(folder):
+    """Write what kernel_references() keeps into the new `folder` (run in a process of its own)."""
+    import torch
+    mistakes = {}
+    (Path(folder) / "references").mkdir(mode=0o755)
+    torch.save(record(hidden=True, mistakes=mistakes), Path(folder) / "references" / EXPECTED_NAME)
+    shutil.copyfile(EDITION_SOURCE / "references.py", Path(folder) / "references" / "__init__.py")
+    (Path(folder) / "mistakes.json").write_text(json.dumps(mistakes, indent=1, sort_keys=True))
+
+
+def _recorded():
+    """The folder of this state of the course in KERNEL_REFERENCES, recorded if need be."""
+    folder = KERNEL_REFERENCES / _course_state()
+    KERNEL_REFERENCES.mkdir(parents=True, exist_ok=True)
+    with open(KERNEL_REFERENCES / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one recording at a time, also among parallel graders
+        if not (folder / "mistakes.json").is_file():
+            with tempfile.TemporaryDirectory(dir=KERNEL_REFERENCES) as work:
+                made = Path(work) / "state"
+                made.mkdir(mode=0o755)
+                run = subprocess.run([sys.executable, "-c", "import sys; from grader import publish; "
+                                      "publish._record_for_kernels(sys.argv[1])", made],
+                                     cwd=ROOT, capture_output=True, text=True)
+                if run.returncode != 0:
+                    raise RuntimeError("recording the results the checks compare with failed (the solution "
+                                       f"notebooks and catalogues ran in {ROOT}):\n{run.stderr[-3000:]}")
+                for path in (made / "references").iterdir():
+                    path.chmod(0o644)  # the sandbox's user reads them
+                shutil.rmtree(folder, ignore_errors=True)  # what a recording that died midway left
+                made.rename(folder)
+        folder.touch()
+        week = time.time() - 7 * 24 * 3600
+        for old in KERNEL_REFERENCES.iterdir():
+            if old.is_dir() and old != folder and old.stat().st_mtime < week:
+                shutil.rmtree(old, ignore_errors=True)
+    return folder
+
+
+def kernel_references():
+    """A folder the grading sandbox shows in place of grader/references: the student edition's
+    reader with the results of every check, hidden tests included. A kernel that could import the
+    code computing them could hand the course's own attention in as its answer. Recorded (about
+    half a minute) by a process of its own the first time a state of the course grades, then kept
+    in KERNEL_REFERENCES; recordings unused for a week are removed."""
+    return _recorded() / "references"
+
+
+def catalogued_mistakes():
+    """{"section, check, message shape": [names of the catalogue's wrong answers failing with it]},
+    recorded with kernel_references()."""
+    return json.loads((_recorded() / "mistakes.json").read_text())
 
 
 def _same_results(path, other):

@@ -1,12 +1,16 @@
-"""The class report: how each task went, the most frequent failure messages, a score histogram,
-the submissions that could not be graded or had a cell interrupted at the time limit, and the
-checks that the notebook and the grader judged differently."""
+"""The class report: how each task went, the most frequent failure messages, the tasks left
+unwritten, a score histogram, the submissions that could not be graded or had a cell interrupted
+at the time limit, and the checks that the notebook and the grader judged differently."""
 
 from collections import Counter
 from html import escape
 from pathlib import Path
 
-from grader.course import SECTIONS
+from grader.course import SECTIONS, message_shape
+
+# How the checks say that a stub still raises NotImplementedError (grader.checks.call): not a
+# mistake to re-teach, so the report counts these apart.
+NOT_WRITTEN = "is not written yet"
 
 
 def write_report(out, results):
@@ -18,13 +22,24 @@ def write_report(out, results):
     graded = [r for r in in_order if not r["error"]]
     broken = [r for r in in_order if r["error"] and not r.get("grader_failure")]
     failed = [r for r in in_order if r.get("grader_failure")]
-    tasks, failures = {}, Counter()
+    try:
+        from grader import publish
+        catalogued = publish.catalogued_mistakes()
+    except RuntimeError:  # the solutions cannot run here (no Banking77?): no names, the rest stands
+        catalogued = {}
+    tasks, failures, unwritten, messages, named = {}, Counter(), Counter(), {}, {}
     for result in graded:
         for task in result["tasks"]:
             passed, total = tasks.get((result["section"], task["grade_id"]), (0, 0))
             tasks[(result["section"], task["grade_id"])] = (passed + (task["score"] == task["max_score"]), total + 1)
-            if task["message"]:
-                failures[(task["grade_id"], task["message"].splitlines()[0][:300])] += 1
+            first_line = task["message"].splitlines()[0][:300] if task["message"] else ""
+            if NOT_WRITTEN in first_line:
+                unwritten[(result["section"], task["grade_id"])] += 1
+            elif first_line:  # the same message on other numbers is the same mistake
+                group = (task["grade_id"], message_shape(task["message"]))
+                failures[group] += 1
+                messages.setdefault(group, Counter())[first_line] += 1
+                named[group] = mistake_named(catalogued, result["section"], task["grade_id"], task["message"])
 
     shares = [100 * r["score"] / r["max_score"] for r in graded if r["max_score"]]
     fig = Figure(figsize=(6, 3.5))
@@ -38,8 +53,11 @@ def write_report(out, results):
 
     rows = "".join(f"<tr><td>{escape(s)}</td><td>{escape(t)}</td><td>{p}/{n}</td><td>{100 * p / n:.0f}%</td></tr>"
                    for (s, t), (p, n) in sorted(tasks.items(), key=lambda item: SECTIONS.index(item[0][0])))
-    common = "".join(f"<tr><td>{n}</td><td>{escape(t)}</td><td><code>{escape(m)}</code></td></tr>"
-                     for (t, m), n in failures.most_common(15))
+    common = "".join(f"<tr><td>{n}</td><td>{escape(group[0])}</td><td>{escape(named[group])}</td>"
+                     f"<td><code>{escape(messages[group].most_common(1)[0][0])}</code></td></tr>"
+                     for group, n in failures.most_common(15))
+    left = "".join(f"<tr><td>{escape(s)}</td><td>{escape(t)}</td><td>{n}</td></tr>" for (s, t), n in
+                   sorted(unwritten.items(), key=lambda item: (SECTIONS.index(item[0][0]), -item[1], item[0][1])))
     stopped = _listed((r, note) for r in graded for note in r.get("interrupted", []))
     flagged = _listed((r, flag) for r in graded for flag in r.get("flags", []))
     bad = _listed((r, r["error"]) for r in broken)
@@ -54,7 +72,12 @@ f", {len(failed)} not graded because the grader failed" if failed else ""}.</p>
 <img src="scores.png" alt="Histogram of the share of autograded points per graded submission">
 <p>The histogram counts graded submissions by their share of the autograded points.</p>
 <h2>Pass rate per task</h2><table><tr><th>section</th><th>task</th><th>full marks</th><th>rate</th></tr>{rows}</table>
-<h2>Most frequent failure messages</h2><table><tr><th>times</th><th>task</th><th>message</th></tr>{common}</table>
+<h2>Most frequent mistakes</h2><p>What to re-teach first. Failures are counted by their message,
+numbers aside, shown as most often given. Where a wrong answer of the catalogue fails with the same
+message, its mistake is named. Tasks still as they were released are not mistakes: the next table
+counts them.</p>
+<table><tr><th>times</th><th>task</th><th>mistake</th><th>message</th></tr>{common}</table>
+<h2>Tasks not written yet</h2><table><tr><th>section</th><th>task</th><th>submissions</th></tr>{left}</table>
 <h2>Submissions that could not be graded</h2><ul>{bad or "<li>none</li>"}</ul>{ours}
 <h2>Cells interrupted at the time limit</h2><p>The checks after such a cell fail for want of what it
 should have defined; the failure messages above then name the consequence, this list the cause.</p>
@@ -68,6 +91,13 @@ failed may interfere with its checks: read it.</p>
     path = out / "report.html"
     path.write_text(html)
     return path
+
+
+def mistake_named(catalogued, section, grade_id, message):
+    """The names of the catalogue's wrong answers whose check fails with this message (numbers
+    aside), joined; '' when none does. `catalogued`: grader.publish.catalogued_mistakes()."""
+    named = catalogued.get(", ".join([str(section), grade_id, message_shape(message)]), [])
+    return "; ".join(dict.fromkeys(named))
 
 
 def _listed(pairs):

@@ -9,7 +9,8 @@ this module only says what goes in it. A kernel in the sandbox:
   warm-kernel server, and every process it starts dies with it;
 - sees the system's programs and Python read-only, and of the course only ticketnet.py, data/
   and grader/ without the catalogues and the sample class: no solutions/, no .git, no gradebook,
-  no submissions and no output folder;
+  no submissions and no output folder. In place of grader/references, the code that computes what
+  the checks compare with, it sees their recorded results (grader.publish.kernel_references);
 - writes only to a fresh HOME (also its IPYTHONDIR and working folder) and /tmp, both in memory
   and limited in size, and gone when it ends;
 - runs as uid 65534 ("nobody") with no capabilities, and only the environment variables it needs;
@@ -62,11 +63,12 @@ def check_available():
         raise Unavailable(f"bubblewrap cannot make a sandbox on this host: {trial.stderr.strip()[:200]}")
 
 
-def settings(sockets, sandboxed=True, course_root=None, limits=None, data=None):
+def settings(sockets, sandboxed=True, course_root=None, limits=None, data=None, references=None):
     """What a sandbox is made of, as plain data (a kernel's launcher reads it from a file).
 
     `sockets`: the folder of the kernels' sockets, the one place the sandbox shares with the grader.
     `data`: a Banking77 folder to show read-only (section 7 cannot download it: no network).
+    `references`: a folder shown read-only in place of grader/references.
     `sandboxed=False`: no sandbox, only the limits (for code you trust)."""
     course_root = Path(course_root or Path(__file__).resolve().parents[1])
     pythons = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parents[1]}
@@ -88,6 +90,7 @@ def settings(sockets, sandboxed=True, course_root=None, limits=None, data=None):
     return {"sandboxed": sandboxed, "sockets": str(sockets), "home": HOME, "env": env,
             "passed_on": list(PASSED_ON), "read_only": sorted(str(p) for p in shown if p.exists()),
             "hidden": [str(course_root / h) for h in HIDDEN], "limits": limits,
+            "replaced": {str(course_root / "grader" / "references"): str(references)} if references else {},
             "root": os.geteuid() == 0}
 
 
@@ -131,6 +134,8 @@ def command(config, argv, limits=True, pid_1=True):
     for path in config["hidden"]:
         if Path(path).exists():
             bwrap += ["--perms", "0000", "--tmpfs", path, "--remount-ro", path]
+    for path, shown_instead in config.get("replaced", {}).items():
+        bwrap += ["--ro-bind", shown_instead, path]
     bwrap += ["--bind", config["sockets"], config["sockets"], "--chdir", HOME, "--clearenv"]
     for name, value in {**config["env"], **{k: os.environ[k] for k in PASSED_ON if k in os.environ}}.items():
         bwrap += ["--setenv", name, value]

@@ -16,7 +16,6 @@ edition is published (grader/references) instead of computing them.
 
 import contextlib
 import importlib.util
-import re
 import tempfile
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import torch
 
 from grader import catalogue, publish, references
 from grader.catalogue import Session, answer_cells
-from grader.course import SECTIONS, release_notebook, solution_notebook
+from grader.course import NUMBER, SECTIONS, release_notebook, solution_notebook
 
 # Seconds of CPU to execute a section in this process (CPU time, so that the other tests running
 # beside it do not count): 1-5 under a minute; 6-7, which train, under 20 s when shortened.
@@ -69,7 +68,7 @@ class EditionSession:
 
 def _words(message):
     """A message with its numbers blanked: an unseeded wrong answer prints new ones on each run."""
-    return message and re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", message)
+    return message and NUMBER.sub("#", message)
 
 
 _sessions = {}

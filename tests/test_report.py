@@ -1,9 +1,10 @@
 """The report an instructor reads after grading: the pass rate of each task, the most frequent
-failure messages, the submissions that could not be graded or had a cell interrupted, and the
-histogram of scores in scores.png; cell by cell, bar by bar."""
+failure messages, the tasks not written yet, the submissions that could not be graded or had a
+cell interrupted, and the histogram of scores in scores.png; cell by cell, bar by bar."""
 
 import re
 import struct
+from html import escape
 
 import matplotlib
 import pytest
@@ -100,14 +101,57 @@ def test_failure_messages_are_counted_by_their_first_line_most_common_first(tmp_
                                                   "test_g": (0.0, "AssertionError: shape (2, 4)\nfrom line 3")})}
     html = write_report(tmp_path, results).read_text()
     assert _failures(html) == (
-        "<tr><td>2</td><td>test_g</td><td><code>AssertionError: shape (2, 4)</code></td></tr>"
-        "<tr><td>1</td><td>test_f</td><td><code>NameError: name &#x27;f&#x27; is not defined</code></td></tr>")
+        "<tr><td>2</td><td>test_g</td><td></td><td><code>AssertionError: shape (2, 4)</code></td></tr>"
+        "<tr><td>1</td><td>test_f</td><td></td><td><code>NameError: name &#x27;f&#x27; is not defined</code></td></tr>")
+
+
+def _stub_message(name):
+    """The failure a check gives for a task still raising NotImplementedError, as a task records it."""
+    from grader.checks import call
+
+    def stub():
+        raise NotImplementedError()
+    stub.__qualname__ = name
+    with pytest.raises(AssertionError) as failed:
+        call(stub)
+    return f"AssertionError: {failed.value}"
+
+
+def test_tasks_not_written_yet_are_counted_apart_from_the_mistakes(tmp_path):
+    results = {"ada": _graded("ada", "01-heads", {"test_split_heads": (0.0, _stub_message("split_heads")),
+                                                  "test_merge_heads": (0.0, "AssertionError: shape (2, 4)")}),
+               "ben": _graded("ben", "01-heads", {"test_split_heads": (0.0, _stub_message("split_heads")),
+                                                  "test_merge_heads": (0.0, _stub_message("merge_heads"))}),
+               "cyd": _graded("cyd", "02-positions", {"test_sinusoid": (0.0, _stub_message("sinusoid"))})}
+    html = write_report(tmp_path, results).read_text()
+    assert _failures(html) == "<tr><td>1</td><td>test_merge_heads</td><td></td><td><code>AssertionError: shape (2, 4)</code></td></tr>"
+    assert _between(html, "<th>submissions</th></tr>", "</table>") == (
+        "<tr><td>01-heads</td><td>test_split_heads</td><td>2</td></tr>"
+        "<tr><td>01-heads</td><td>test_merge_heads</td><td>1</td></tr>"
+        "<tr><td>02-positions</td><td>test_sinusoid</td><td>1</td></tr>")
+
+
+def test_a_message_on_other_numbers_counts_as_the_same_mistake_named_as_the_catalogue_names_it(tmp_path):
+    from grader import publish
+    # the shape of the message with which section 1's check refuses `view` without `transpose`
+    shape = next(key for key, named in publish.catalogued_mistakes().items()
+                 if key.startswith("01-heads, test_split_heads, ") and "view without transpose" in named)
+    shape = shape.removeprefix("01-heads, test_split_heads, ")
+    on_token = [f"AssertionError: {shape.replace('#', str(n))}" for n in (1, 2, 1)]
+    results = {name: _graded(name, "01-heads", {"test_split_heads": (0.0, message)})
+               for name, message in zip(["ada", "ben", "cyd"], on_token)}
+    results["dan"] = _graded("dan", "01-heads", {"test_split_heads": (0.0, "AssertionError: no catalogue says this")})
+    html = write_report(tmp_path, results).read_text()
+    rows = re.findall(r"<tr><td>(\d+)</td><td>test_split_heads</td><td>([^<]*)</td><td><code>([^<]*)</code>", _failures(html))
+    assert rows[0][:2] == ("3", "view without transpose; reshape without transpose"), rows
+    assert rows[0][2] == escape(on_token[0][:300])  # the message given most often, cut as all are
+    assert rows[1] == ("1", "", "AssertionError: no catalogue says this")
 
 
 def test_a_long_failure_message_is_cut_at_300_characters(tmp_path):
     message = "AssertionError: " + "x" * 400
     html = write_report(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (0.0, message)})}).read_text()
-    assert _failures(html) == f"<tr><td>1</td><td>test_f</td><td><code>{message[:300]}</code></td></tr>"
+    assert _failures(html) == f"<tr><td>1</td><td>test_f</td><td></td><td><code>{message[:300]}</code></td></tr>"
 
 
 def test_the_report_lists_the_15_most_frequent_failures_only(tmp_path):
@@ -180,7 +224,7 @@ def test_names_and_messages_are_escaped_not_read_as_html(tmp_path):
                "b": _broken("ben & co", "<script>.ipynb", "unexpected <EOF>")}
     html = write_report(tmp_path, results).read_text()
     assert "<tr><td>01-heads</td><td>test_&lt;f&gt;</td><td>0/1</td><td>0%</td></tr>" in _rates(html)
-    assert _failures(html) == ("<tr><td>1</td><td>test_&lt;f&gt;</td>"
+    assert _failures(html) == ("<tr><td>1</td><td>test_&lt;f&gt;</td><td></td>"
                                "<td><code>AssertionError: x &lt; 0 &amp; y &gt; 1</code></td></tr>")
     assert _not_graded(html) == "<li>ben &amp; co, &lt;script&gt;.ipynb: unexpected &lt;EOF&gt;</li>"
     assert _interrupted(html) == "<li>&lt;b&gt;ada&lt;/b&gt;, &lt;i&gt;.ipynb: `while x &lt; 1 &amp; True:`</li>"

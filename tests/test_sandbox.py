@@ -63,6 +63,7 @@ seen = {
     "uid": os.getuid(), "home": str(Path.home()), "cwd": os.getcwd(),
     "course": sorted(p.name for p in course.iterdir()),
     "catalogue": attempt(lambda: os.listdir(course / "grader" / "catalogue")),
+    "references": sorted(os.listdir(course / "grader" / "references")),
     "write course": attempt(lambda: open(course / "grader" / "checks" / "heads.py", "a")),
     "write home": attempt(lambda: (Path.home() / "mine").write_text("x")),
     "big file": attempt(big),
@@ -84,6 +85,7 @@ def test_a_kernel_sees_and_may_do_only_what_its_sandbox_allows(course, kernel):
     venv_inside = Path(sys.prefix).resolve().is_relative_to(ROOT)  # the course's own .venv, shown for its Python
     assert seen["course"] == sorted(["bench", "data", "grader", "ticketnet.py"] + ([".venv"] if venv_inside else []))
     assert seen["catalogue"] == "EACCES"  # hidden: an empty folder no one may read
+    assert seen["references"] == ["__init__.py", "expected.pt"]  # results, not the code that computes them
     assert seen["write course"] in ("EROFS", "EACCES") and seen["write home"] == "allowed"
     assert seen["big file"] in ("EFBIG", "ENOSPC")  # over the file-size limit and the size of HOME
     assert seen["loopback"] in ("ECONNREFUSED", "ENETUNREACH") and seen["internet"] == "ENETUNREACH"

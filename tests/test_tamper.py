@@ -178,18 +178,17 @@ BORROWED = ("from grader.references.heads import _attention as _reference\n\n"
             "    return _reference({'q': self.q, 'k': self.k, 'v': self.v, 'out': self.out}, h, mask, self.heads)\n")
 
 
-# Found in stop 23: the sandbox hides the catalogues and the solutions from a kernel, but not
-# grader/references, where the checks' own computations now live (they lived in grader/checks
-# before, as open to the kernel). A MultiHead whose forward borrows the course's attention earns
-# its points. Strict, so that hiding grader/references (with results recorded for the kernel's
-# own check cells) turns this into an ordinary test.
+# Found in stop 23: grader/references computes what the checks compare with, and a MultiHead whose
+# forward borrowed its attention earned the points. The sandbox now shows kernels recorded results
+# in its place (grader.publish.kernel_references): the import fails, and the check cells still run.
 @pytest.mark.nbgrader
-@pytest.mark.xfail(strict=True, reason="grading kernels can import grader/references")
 def test_an_answer_borrowed_from_the_graders_references_earns_nothing(tmp_path):
     notebook = submission(BORROWED, 'if "{name}" == "MultiHead": MultiHead.forward = _borrowed', "")
     nbformat.write(notebook, tmp_path / f"{SECTION}.ipynb")
-    scores = {t["grade_id"]: t["score"] for t in _check(tmp_path / f"{SECTION}.ipynb")["tasks"]}
+    result = _check(tmp_path / f"{SECTION}.ipynb")
+    scores = {t["grade_id"]: t["score"] for t in result["tasks"]}
     assert scores["test_MultiHead"] == 0, scores
+    assert result["score"] == HONEST, scores  # the checks themselves still ran: no other task lost a point
 
 
 @pytest.mark.nbgrader
@@ -333,11 +332,13 @@ CONTAINMENT = {
 
 
 def _course_files():
-    """The SHA-256 of every file of the course a kernel could read."""
+    """The SHA-256 of every file of the course a kernel could read. Not the models the solution
+    notebooks save as they run (`*.pt`, ignored by git): the replay of section 6 may rewrite one
+    meanwhile, with other bits on another CPU."""
     import hashlib
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest()
             for part in ("grader", "ticketnet.py", "data", "solutions") for p in sorted((ROOT / part).rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts} | \
+            if p.is_file() and "__pycache__" not in p.parts and not (part == "solutions" and p.suffix == ".pt")} | \
         {"ticketnet.py": hashlib.sha256((ROOT / "ticketnet.py").read_bytes()).hexdigest()}
 
 
