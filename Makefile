@@ -33,14 +33,23 @@ PYTHON_COLAB ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3
 # Kept outside the checkout, one per lock, so that a fresh clone on the same machine reuses it.
 COLAB_VENV ?= $(HOME)/.cache/transformer-block-course/venv-colab-$(shell sha256sum platforms/colab.txt | cut -c1-12)
 
-.PHONY: demo test mutation lock lock-colab clean bubblewrap
+.PHONY: demo test mutation lock lock-colab clean bubblewrap chromium
 
-# bubblewrap (`bwrap`): every grading kernel runs in its sandbox (grader/sandbox.py). Installed with
-# apt where make runs as root; elsewhere one line names the package.
+# System packages, installed with apt where make runs as root; elsewhere one line names the
+# package. $(call system_package,PACKAGE,PROGRAM,WHY): nothing to do when PROGRAM is on the PATH.
+define system_package
+@command -v $(2) > /dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null && \
+	{ apt-get install -y -qq $(1) > /dev/null 2>&1 || { apt-get update -qq > /dev/null && apt-get install -y -qq $(1) > /dev/null; }; }; } || \
+	{ echo "make: $(3): install the package $(1) (sudo apt install $(1))" >&2; exit 1; }
+endef
+
+# bubblewrap (`bwrap`): every grading kernel runs in its sandbox (grader/sandbox.py).
 bubblewrap:
-	@command -v bwrap > /dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null && \
-		{ apt-get install -y -qq bubblewrap > /dev/null 2>&1 || { apt-get update -qq > /dev/null && apt-get install -y -qq bubblewrap > /dev/null; }; }; } || \
-		{ echo "make: grading runs every notebook in a sandbox: install the package bubblewrap (sudo apt install bubblewrap)" >&2; exit 1; }
+	$(call system_package,bubblewrap,bwrap,grading runs every notebook in a sandbox)
+
+# chromium: tests/test_browser.py opens the course in JupyterLab in a real browser.
+chromium:
+	$(call system_package,chromium,chromium,the browser tests open JupyterLab in chromium)
 
 $(VENV)/.installed: requirements.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "the course needs Python 3.11 or newer, found " + sys.version.split()[0]'
@@ -59,7 +68,7 @@ $(COLAB_VENV)/.installed: platforms/colab.txt
 demo: $(VENV)/.installed bubblewrap
 	$(BIN)/python -m grader demo
 
-test: $(VENV)/.installed bubblewrap $(if $(filter colab,$(PLATFORMS)),$(COLAB_VENV)/.installed)
+test: $(VENV)/.installed bubblewrap chromium $(if $(filter colab,$(PLATFORMS)),$(COLAB_VENV)/.installed)
 	$(if $(filter colab,$(PLATFORMS)),COLAB_PYTHON=$(COLAB_VENV)/bin/python) $(BIN)/python -m pytest $(PYTEST_ARGS) --nbval tests $(NOTEBOOKS)
 
 # Mutation testing: mutmut mutates ticketnet.py and grader/{autograde,grading,repair,report}.py one
