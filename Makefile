@@ -71,7 +71,7 @@ demo: $(VENV)/.installed bubblewrap
 test: $(VENV)/.installed bubblewrap chromium $(if $(filter colab,$(PLATFORMS)),$(COLAB_VENV)/.installed)
 	$(if $(filter colab,$(PLATFORMS)),COLAB_PYTHON=$(COLAB_VENV)/bin/python) $(BIN)/python -m pytest $(PYTEST_ARGS) --nbval tests $(NOTEBOOKS)
 
-# Mutation testing: mutmut mutates ticketnet.py and grader/{autograde,grading,repair,report}.py one
+# Mutation testing: mutmut mutates ticketnet.py and grader/{autograde,gradebook,grading,repair,report}.py one
 # change at a time and runs the fast tests that cover each change (setup.cfg [mutmut] says which).
 # tests/mutation.py then writes MUTATION.md: per module, the share of mutants killed (a timeout or
 # a crash counts as killed), the survivors, and the mutants listed as equivalent in

@@ -26,29 +26,82 @@ def autograde(args):
     except (FileNotFoundError, ValueError) as error:  # a missing input or a pattern without ids
         print(f"cannot collect the submissions: {error}", file=sys.stderr)
         return 2
-    print(f"grades: {args.out}/grades.csv   feedback: {args.out}/feedback/   report: {args.out}/report.html")
+    print(f"grades: {args.out}/grades.csv   feedback: {args.out}/feedback/   report: {args.out}/report.html\n"
+          f"written answers: python -m grader formgrader {args.out}, then python -m grader export {args.out}")
     return 0 if results else 1
 
 
+def formgrader(args):
+    """Open Formgrader on a class graded by `autograde --out DIR`, to grade the written answers.
+
+    JupyterLab starts in DIR at Formgrader's page. Each written answer waits there with its model
+    answer and mark scheme. Then `python -m grader export DIR` writes the grades, yours included.
+    Example: python -m grader formgrader graded
+    """
+    import os
+    from pathlib import Path
+    folder = Path(args.folder).resolve()
+    if not (folder / "gradebook.db").is_file() or not (folder / "nbgrader_config.py").is_file():
+        print(f"{args.folder} is not a graded class: run `python -m grader autograde INPUT --out "
+              f"{args.folder}` first", file=sys.stderr)
+        return 2
+    os.chdir(folder)  # nbgrader reads the config where the server starts
+    # JupyterLab takes this process's place: stopping it (Ctrl+C, a signal) stops the server itself
+    os.execv(sys.executable, [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={folder}",
+                              "--ServerApp.default_url=/formgrader", *args.jupyter_options])
+
+
+def export(args):
+    """Write grades.csv and report.html of DIR again, with the grades entered in Formgrader.
+
+    grades.csv then holds, per student, each task's points (written answers included), the
+    totals, and the written answers still waiting for a grade.
+    Example: python -m grader export graded
+    """
+    import json
+    from pathlib import Path
+    from grader.autograde import write_tables
+    from grader.gradebook import written_progress
+    folder = Path(args.folder)
+    store = folder / "results.json"
+    if not store.is_file() or not (folder / "gradebook.db").is_file():
+        print(f"{args.folder} is not a graded class: run `python -m grader autograde INPUT --out "
+              f"{args.folder}` first", file=sys.stderr)
+        return 2
+    results = json.loads(store.read_text())
+    write_tables(folder, results)
+    waiting = sum(row[3] for row in written_progress(folder))
+    print(f"grades: {folder / 'grades.csv'}   report: {folder / 'report.html'}   "
+          f"written answers waiting for a grade: {waiting}")
+    return 0
+
+
 def demo(args):
-    """What `make demo` runs: build the release, then autograde the sample class."""
-    from grader.autograde import autograde as grade_class
+    """What `make demo` runs: build the release, autograde the sample class, grade a few written
+    answers by hand."""
+    from grader.autograde import autograde as grade_class, write_tables
     from grader.course import ROOT
+    from grader.gradebook import enter_grades
     from grader.release import release as build_release
-    from grader.sample_class import CLASS
+    from grader.sample_class import CLASS, GRADED_BY_HAND
     for path in build_release():
         print(f"released {path.relative_to(ROOT)}")
     out = ROOT / "out" / "demo"
-    grade_class([CLASS], out, workers=args.workers, timeout=args.timeout)
+    results = grade_class([CLASS], out, workers=args.workers, timeout=args.timeout)
+    if enter_grades(out, GRADED_BY_HAND):  # as an instructor would in Formgrader
+        write_tables(out, results)
     import pandas as pd
     grades = pd.read_csv(out / "grades.csv").set_index("student").fillna("")
     totals = grades[[c for c in grades.columns if c.endswith("total")]]
     totals.columns = [c.removesuffix(":total") or c for c in totals.columns]
-    totals = totals.assign(problems=grades["problems"].str.slice(0, 60))
-    print(f"\nAutograded points per student and section (every task: {out / 'grades.csv'}):\n")
+    totals = totals.assign(waiting=[len(w.split("; ")) if w else 0 for w in grades["waiting"]],
+                           problems=grades["problems"].str.slice(0, 60))
+    print(f"\nPoints per student and section, autograded and graded by hand so far, and the written answers "
+          f"still waiting (every task: {out / 'grades.csv'}):\n")
     print(totals.to_string())
-    print(f"\nfeedback per student: {out / 'feedback'}/<student>/<section>.html"
-          f"\nclass report:         {out / 'report.html'}")
+    print(f"\nfeedback per student: {out / 'feedback'}/<student>/<section>/<section>.html"
+          f"\nclass report:         {out / 'report.html'}"
+          f"\nwritten answers:      python -m grader formgrader {out}")
     return 0
 
 
@@ -189,6 +242,14 @@ def main(argv=None):
                          help="regex with a group (?P<student>...) for the id in a file name")
     _fresh_kernels_option(grader_)
     grader_.set_defaults(run=autograde)
+    for verb, run in (("formgrader", formgrader), ("export", export)):
+        command = verbs.add_parser(verb, help=run.__doc__.splitlines()[0], description=run.__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+        command.add_argument("folder", metavar="DIR", help="the --out folder of `grader autograde`")
+        if verb == "formgrader":
+            command.add_argument("jupyter_options", nargs=argparse.REMAINDER,
+                                 help="passed on to `jupyter lab` (e.g. --no-browser --port 8890)")
+        command.set_defaults(run=run)
     runner = verbs.add_parser("execute", help=execute.__doc__)
     runner.add_argument("notebooks", nargs="+", help="paths of .ipynb files")
     runner.set_defaults(run=execute)

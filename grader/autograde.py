@@ -1,9 +1,9 @@
 """Autograde a class: collect submissions, grade them in parallel with nbgrader, and write the
-grade table, per-student feedback and a class report.
+class's nbgrader course folder (grader/gradebook.py), the grade table and a class report.
 
-Each worker process owns a GradingCourse (its own nbgrader course folder and gradebook), so the
-workers never share a database. The main process starts the warm-kernel server they all fork
-their kernels from, and registers the sections once, in a course the workers' courses copy.
+Each worker process owns a GradingCourse (its own nbgrader course folder and gradebook, which
+starts as a copy of the class's sections), so the workers never share a database; the main
+process alone writes their results into the class's gradebook.
 
 Results are saved after every submission in results.json, keyed by student and section with the
 submission's SHA-256: a re-run grades only what is new or changed, and an interrupted run loses
@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import tempfile
 import time
 import zipfile
@@ -127,6 +126,7 @@ def _grade(student, path):
         result = _course.grade(path, student=student)
         result["error"] = ""
         result["feedback_html"] = _course.feedback_html(result["section"], student)
+        result["graded_files"] = _course.graded_files(result["section"], student)
     except NotGradable as error:
         result = _failed(path, str(error))
     except GraderFailure as error:
@@ -159,9 +159,12 @@ def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=D
     timeout, memory_mb = timeout or TIMEOUT, memory_mb or MEMORY_MB
     if sandboxed:
         check_available()  # before anything is written: raises sandbox.Unavailable, saying why
+    from grader import gradebook, release
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     submissions = collect(inputs, pattern, unpack_to=out / "unpacked")
+    gradebook.prepare(out, release.sections_with_solutions(),
+                      {"timeout": timeout, "memory_mb": memory_mb, "sandboxed": sandboxed})
     store = out / "results.json"
     results = json.loads(store.read_text()) if store.is_file() else {}
     versions = grading_versions([("timeout", timeout), ("memory_mb", memory_mb), ("sandboxed", sandboxed)])
@@ -178,33 +181,33 @@ def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=D
          f"{len(todo)} to grade")
     workers = min(workers or os.cpu_count() or 1, len(todo))
     if todo:
-        with tempfile.TemporaryDirectory() as folder:
-            start = (_template_course(Path(folder), timeout, sandboxed), timeout, memory_mb, warm, sandboxed)
+        with tempfile.TemporaryDirectory() as template:
+            # the workers' courses start from a copy of the class's sections, which no worker
+            # reads while the main process writes the class's gradebook
+            start = (gradebook.sections_copy(out, Path(template)), timeout, memory_mb, warm, sandboxed)
 
             def new_pool():
                 return ProcessPoolExecutor(workers, initializer=_start_worker, initargs=start)
             with tqdm(total=len(todo), unit="notebook", desc="grading") as bar:
                 for (key, _, digest), result in _longest_first(new_pool, todo, workers):
                     _write_feedback(out, result)
+                    gradebook.record(out, result)
                     result.update(sha256=digest, version=versions.get(result.get("section")))
                     results[key] = result
                     _save(store, results)  # after each one: an interrupted run loses nothing
                     bar.write(_line(result))
                     bar.update(1)
-    _write_grades(out / "grades.csv", results)
-    from grader.report import write_report
-    write_report(out, results)
+    write_tables(out, results)
     return results
 
 
-def _template_course(folder, timeout, sandboxed):
-    """A course with every section registered, which each worker's course copies."""
-    from grader import release
-    from grader.grading import GradingCourse
-    course = GradingCourse(folder / "course", timeout=timeout, warm=False, sandboxed=sandboxed)
-    for section in release.sections_with_solutions():
-        course.register(section)
-    return course.folder
+def write_tables(out, results):
+    """grades.csv and report.html under `out`, from the results and the grades entered by hand
+    in the class's gradebook (what `python -m grader export` writes again after Formgrader)."""
+    from grader.gradebook import manual_grades
+    from grader.report import write_report
+    _write_grades(out / "grades.csv", results, manual_grades(out))
+    write_report(out, results)
 
 
 def _longest_first(new_pool, todo, workers, attempts=2):
@@ -283,9 +286,9 @@ def _line(result):
 
 def _write_feedback(out, result):
     html = result.pop("feedback_html")
-    folder = out / "feedback" / result["student"]
-    folder.mkdir(parents=True, exist_ok=True)
     name = result["section"] or Path(result["notebook"]).stem
+    folder = out / "feedback" / result["student"] / name  # nbgrader's layout
+    folder.mkdir(parents=True, exist_ok=True)
     if html is None:
         from html import escape
         html = (f"<html><body><h1>{escape(Path(result['notebook']).name)}</h1><p>This submission "
@@ -294,37 +297,51 @@ def _write_feedback(out, result):
     result["feedback"] = str((folder / f"{name}.html").relative_to(out))
 
 
-def _write_grades(path, results):
-    """A row per student, a column per task (section:grade_id) in notebook order, a total per
-    section and overall, and the problems: submissions that could not be graded, cells
-    interrupted at the time limit, and checks that the notebook and the grader judged differently."""
+def _write_grades(path, results, manual):
+    """A row per student; a column per task (section:grade_id) in notebook order, the written
+    answers after the checks, and a total per section and overall; the written answers waiting
+    for a grade; and the problems: submissions that could not be graded, cells interrupted at the
+    time limit, and checks that the notebook and the grader judged differently.
+
+    `manual`: the grades entered by hand (grader.gradebook.manual_grades); one given to an
+    autograded task replaces its score. A written answer is empty until graded."""
+    from grader.gradebook import written_questions
     graded = [r for r in results.values() if not r["error"]]
     tasks = {}  # section -> task ids in notebook order, from its most complete submission
     for result in graded:
         if len(result["tasks"]) > len(tasks.get(result["section"], [])):
             tasks[result["section"]] = [t["grade_id"] for t in result["tasks"]]
     columns = [f"{section}:{name}" for section in sorted(tasks, key=SECTIONS.index)
-               for name in tasks[section] + ["total"]]
-    rows = {r["student"]: {"student": r["student"], "problems": []} for r in results.values()}
+               for name in tasks[section] + written_questions(section) + ["total"]]
+    rows = {r["student"]: {"student": r["student"], "waiting": [], "problems": []} for r in results.values()}
     for result in results.values():  # the grader's failure is not the student's zero: no score at all
         if result.get("grader_failure"):
             section = SECTIONS[_section_index(result["notebook"])] if _section_index(result["notebook"]) >= 0 else None
             rows[result["student"]].update({c: "" for c in columns if c.startswith(f"{section}:")})
-    for result in graded:
-        row = rows[result["student"]]
+    for result in sorted(graded, key=lambda r: SECTIONS.index(r["section"])):
+        row, section = rows[result["student"]], result["section"]
+        by_hand = manual.get((result["student"], section), {})
         for task in result["tasks"]:
-            row[f"{result['section']}:{task['grade_id']}"] = task["score"]
-        row[f"{result['section']}:total"] = result["score"]
+            points, _ = by_hand.get(task["grade_id"], (None, False))
+            row[f"{section}:{task['grade_id']}"] = task["score"] if points is None else points
+        for question in written_questions(section):
+            points, waiting = by_hand.get(question, (None, True))
+            row[f"{section}:{question}"] = "" if points is None else points
+            if waiting:
+                row["waiting"].append(f"{section}:{question}")
+        row[f"{section}:total"] = sum(row[f"{section}:{name}"] or 0.0 for name in
+                                      [t["grade_id"] for t in result["tasks"]] + written_questions(section))
     for result in sorted(results.values(), key=lambda r: (_section_index(r["notebook"]), r["notebook"])):
         name = Path(result["notebook"]).name
         problems = [result["error"]] if result["error"] else [*result.get("interrupted", []),
                                                                *result.get("flags", [])]
         rows[result["student"]]["problems"] += [f"{name}: {problem}" for problem in problems]
     with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, ["student", *columns, "total", "problems"], restval=0)
+        writer = csv.DictWriter(f, ["student", *columns, "total", "waiting", "problems"], restval=0)
         writer.writeheader()
         for student in sorted(rows):
             row = rows[student]
             row["total"] = sum(v for k, v in row.items() if k.endswith(":total") and v != "")
+            row["waiting"] = "; ".join(row["waiting"])
             row["problems"] = "; ".join(row["problems"])
             writer.writerow(row)

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import judge, publish, release, sandbox
-from grader.repair import repair
+from grader import judge, publish, release, repair, sandbox
 from grader.warm_kernel import WarmKernels, kernel_spec, use_warm_kernels
 from grader.course import ROOT, SOLUTIONS, solution_notebook
 from grader.sandbox import MEMORY_MB, TIMEOUT
@@ -112,6 +111,35 @@ def _interrupted_cells(notebook, timeout):
             and any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in cell.outputs)]
 
 
+def kernel_settings(folder, sandboxed=True, memory_mb=MEMORY_MB):
+    """The settings of the sandbox (grader.sandbox) every kernel of the course in `folder` runs in.
+    Its kernels' Unix sockets go in folder/sockets, the one folder the sandbox shares."""
+    sockets = Path(folder) / "sockets"
+    sockets.mkdir(mode=0o700, exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(sockets, sandbox.STUDENT, sandbox.STUDENT)
+    return sandbox.settings(sockets, sandboxed=sandboxed, data=banking77_folder(), limits={"memory_mb": memory_mb},
+                            references=publish.kernel_references() if sandboxed else None)
+
+
+def fresh_kernels(folder, settings):
+    """The kernel spec whose kernels start from scratch, each in a sandbox of its own."""
+    folder = Path(folder) / "fresh"
+    folder.mkdir(exist_ok=True)
+    (folder / "sandbox.json").write_text(json.dumps(settings))
+    return kernel_spec(folder, "fresh", [sys.executable, str(Path(sandbox.__file__).resolve()), "kernel",
+                                         str(folder / "sandbox.json"), "-f", "{connection_file}"])
+
+
+def grading_config(folder, timeout, kernel):
+    """nbgrader's settings for grading in the course in `folder` with kernels of the spec `kernel`:
+    the repairs, the judge, the sandbox's sockets. One definition for `grader check`, the workers
+    of `grader autograde` and plain nbgrader in the class's folder (grader/gradebook.py)."""
+    folder = Path(folder)
+    return release.nbgrader_config(folder, folder / "release", folder / "gradebook.db", source=SOLUTIONS,
+                                   timeout=timeout, kernel=kernel, judged=True, sockets=folder / "sockets" / "k")
+
+
 class GraderFailure(Exception):
     """The grader, not the submission, failed (twice): the submission is graded again next run."""
 
@@ -140,19 +168,13 @@ class GradingCourse:
             shutil.copytree(Path(template) / "release", self.folder / "release", dirs_exist_ok=True)
             shutil.copy(Path(template) / "gradebook.db", self.db)
             self.registered = {p.name for p in (self.folder / "release").iterdir()}
-        sockets = self.folder / "sockets"  # the kernels' Unix sockets: the sandbox's one shared folder
-        sockets.mkdir(mode=0o700, exist_ok=True)
-        if os.geteuid() == 0:
-            os.chown(sockets, sandbox.STUDENT, sandbox.STUDENT)
-        self.settings = sandbox.settings(sockets, sandboxed=sandboxed, data=banking77_folder(),
-                                         limits={"memory_mb": memory_mb},
-                                         references=publish.kernel_references() if sandboxed else None)
+        self.settings = kernel_settings(self.folder, sandboxed, memory_mb)
         self.kernels = None
         if use_warm_kernels(warm):
             self.kernels = WarmKernels(self.folder / "warm", self.settings)  # importing while nbgrader sets up
-        kernel = self.kernels.name if self.kernels else self._fresh_kernels()
-        self.api = release._nbgrader_api(self.folder, self.folder / "release", self.db, source=SOLUTIONS,
-                                         timeout=timeout, kernel=kernel, judged=True, sockets=sockets / "k")
+        kernel = self.kernels.name if self.kernels else fresh_kernels(self.folder, self.settings)
+        from nbgrader.apps import NbGraderAPI
+        self.api = NbGraderAPI(config=grading_config(self.folder, timeout, kernel))
 
     def register(self, section):
         """Make nbgrader's gradebook know the section (once, before its first submission)."""
@@ -168,8 +190,6 @@ class GradingCourse:
         section = identify(notebook)
         self.register(section)
         self._ready_kernels()
-        reference = nbformat.read(self.folder / "release" / section / f"{section}.ipynb", as_version=4)
-        repairs = repair(notebook, reference)
         submitted = self.folder / "submitted" / student / section
         shutil.rmtree(submitted, ignore_errors=True)
         submitted.mkdir(parents=True)
@@ -178,6 +198,7 @@ class GradingCourse:
             judge.VERDICTS.pop((section, student), None)
             outcome = self.api.autograde(section, student, force=True, create=True)
             verdicts = judge.VERDICTS.pop((section, student), {})
+            repairs = repair.NOTES.pop((section, student), [])
             if outcome["success"] or not self.kernels or self.kernels.alive():
                 break
             # the warm-kernel server died under this notebook: a grader failure, not the student's
@@ -219,14 +240,6 @@ class GradingCourse:
                     grade.auto_score, grade.manual_score = scores[grade.name], None
             gradebook.db.commit()
 
-    def _fresh_kernels(self):
-        """The kernel spec whose kernels start from scratch, each in a sandbox of its own."""
-        folder = self.folder / "fresh"
-        folder.mkdir(exist_ok=True)
-        (folder / "sandbox.json").write_text(json.dumps(self.settings))
-        return kernel_spec(folder, "fresh", [sys.executable, str(Path(sandbox.__file__).resolve()), "kernel",
-                                             str(folder / "sandbox.json"), "-f", "{connection_file}"])
-
     def _ready_kernels(self):
         """Wait for the warm-kernel server; start a new one if it has stopped. Where it cannot
         serve, fall back to fresh kernels, saying so once."""
@@ -240,11 +253,17 @@ class GradingCourse:
         except RuntimeError as error:
             print(f"{error}: grading with fresh kernels", file=sys.stderr)
             self.kernels = None
-            self.api.config.Execute.kernel_name = self._fresh_kernels()
+            self.api.config.Execute.kernel_name = fresh_kernels(self.folder, self.settings)
 
     def close(self):
         if self.kernels:
             self.kernels.close()
+
+    def graded_files(self, section, student="self"):
+        """The last graded submission of `student`: {"submitted": its notebook as handed in,
+        "autograded": as graded, with its outputs}, as text."""
+        return {kind: (self.folder / kind / student / section / f"{section}.ipynb").read_text()
+                for kind in ("submitted", "autograded")}
 
     def feedback_html(self, section, student="self"):
         """nbgrader's feedback page for the last graded submission of `student`."""

@@ -46,10 +46,16 @@ def alembic_head_by_command():
     return printed.split()[0]
 
 
-def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel=None, judged=False,
-                  sockets=None):
-    import nbgrader.api
+def _nbgrader_api(*args, **kwargs):
     from nbgrader.apps import NbGraderAPI
+    return NbGraderAPI(config=nbgrader_config(*args, **kwargs))
+
+
+def nbgrader_config(root, release_dir, db, source="solutions", timeout=120, kernel=None, judged=False,
+                    sockets=None):
+    """nbgrader's settings for a course in `root`: one definition for the release, the grading
+    courses (grader/grading.py) and the class's course folder (grader/gradebook.py)."""
+    import nbgrader.api
     from traitlets.config import Config
     nbgrader.api.get_alembic_version = alembic_head
     # nbgrader runs `alembic` to create its database; it lives beside this Python.
@@ -76,16 +82,22 @@ def _nbgrader_api(root, release_dir, db, source="solutions", timeout=120, kernel
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbconvert.preprocessors.sanitize import SanitizeHTML
     from nbgrader.preprocessors import GetGrades
-    config.GenerateFeedback.preprocessors = [GetGrades, SanitizeHTML, CSSHTMLHeaderPreprocessor]
+    from grader.gradebook import DropMarkSchemes  # shown to the grader in Formgrader, never to the student
+    config.GenerateFeedback.preprocessors = [DropMarkSchemes, GetGrades, SanitizeHTML, CSSHTMLHeaderPreprocessor]
     config.SanitizeHTML.enabled = True  # nbconvert's preprocessors are off until enabled
-    if judged:  # each check cell's outputs are the judge's verdict (grader.judge)
+    if judged:  # the submission repaired first (grader.repair); each check's outputs: the judge's verdict (grader.judge)
         from nbgrader.converters import Autograde
         from nbgrader.preprocessors import Execute
         from grader.judge import JudgedExecute
+        from grader.repair import RepairSubmission
+        defaults = Autograde.class_traits()
+        config.Autograde.sanitize_preprocessors = [RepairSubmission, *defaults["sanitize_preprocessors"].default()]
+        config.RepairSubmission.reference = str(Path(release_dir) / "{section}" / "{section}.ipynb")
+        from grader.gradebook import AddMarkSchemes  # for Formgrader's eyes (its feedback drops them)
         config.Autograde.autograde_preprocessors = [
-            JudgedExecute if p is Execute else p
-            for p in Autograde.class_traits()["autograde_preprocessors"].default()]
-    return NbGraderAPI(config=config)
+            *(JudgedExecute if p is Execute else p for p in defaults["autograde_preprocessors"].default()),
+            AddMarkSchemes]
+    return config
 
 
 def kernel_arguments(warm):

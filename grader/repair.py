@@ -13,12 +13,20 @@ written down, so the student and the instructor see what was done:
 - the cell that loads parts of earlier sections gets its tag back when an editor dropped it (same
   cell id, else the same text), or is put back after the cell it follows when deleted: the grader
   runs the course's parts in its place (grader.judge), and without it every later cell would fail.
+
+Under nbgrader, `RepairSubmission` does this as the first step of autograding, so that plain
+`nbgrader autograde` in a class's folder repairs as `grader autograde` does.
 """
 
 import copy
+import functools
 import re
 
 from grader.course import PARTS_TAG, is_parts_cell
+
+# (section, student) -> the notes of the submission nbgrader last autograded: written by
+# RepairSubmission, read by the grader
+NOTES = {}
 
 
 def _grading(cell):
@@ -110,3 +118,30 @@ def _restore_parts_cell(notebook, reference):
         notebook.cells.insert(min(position, len(notebook.cells)) if at is None else at, copy.deepcopy(wanted))
         notes.append("the deleted cell that loads earlier parts was put back")
     return notes
+
+
+@functools.cache
+def _preprocessor():
+    import nbformat
+    from nbgrader.preprocessors import NbGraderPreprocessor
+    from traitlets import Unicode
+
+    class RepairSubmission(NbGraderPreprocessor):
+        """`repair` against the release notebook, before nbgrader's own steps."""
+
+        reference = Unicode("", help="the release notebook's path, with {section} for the "
+                            "section's name").tag(config=True)
+
+        def preprocess(self, nb, resources):
+            info = resources["nbgrader"]
+            reference = nbformat.read(self.reference.format(section=info["assignment"]), as_version=4)
+            NOTES[(info["assignment"], info["student"])] = repair(nb, reference)
+            return nb, resources
+
+    return RepairSubmission
+
+
+def __getattr__(name):  # nbgrader is imported only when asked for
+    if name == "RepairSubmission":
+        return _preprocessor()
+    raise AttributeError(name)

@@ -1,6 +1,7 @@
 """The class report: how each task went, the most frequent failure messages, the tasks left
 unwritten, a score histogram, the submissions that could not be graded or had a cell interrupted
-at the time limit, and the checks that the notebook and the grader judged differently."""
+at the time limit, the checks that the notebook and the grader judged differently, and how far
+the grading of the written answers by hand has come."""
 
 from collections import Counter
 from html import escape
@@ -58,6 +59,10 @@ def write_report(out, results):
                      for group, n in failures.most_common(15))
     left = "".join(f"<tr><td>{escape(s)}</td><td>{escape(t)}</td><td>{n}</td></tr>" for (s, t), n in
                    sorted(unwritten.items(), key=lambda item: (SECTIONS.index(item[0][0]), -item[1], item[0][1])))
+    from grader.gradebook import written_progress
+    by_hand = "".join(f"<tr><td>{escape(s)}</td><td>{escape(t)}</td><td>{done}</td><td>{waiting}</td>"
+                      f"<td>{given / done if done else 0:.1f} / {most:g}</td></tr>"
+                      for s, t, done, waiting, given, most in written_progress(out))
     stopped = _listed((r, note) for r in graded for note in r.get("interrupted", []))
     flagged = _listed((r, flag) for r in graded for flag in r.get("flags", []))
     bad = _listed((r, r["error"]) for r in broken)
@@ -86,7 +91,11 @@ should have defined; the failure messages above then name the consequence, this 
 ran the check outside the student's process. A notebook whose own check passed where the grader's
 failed may interfere with its checks: read it.</p>
 <ul>{flagged or "<li>none</li>"}</ul>
-<p>Written answers are not in these scores: grade them in nbgrader's formgrader.</p>
+<h2>Written answers, graded by hand</h2><p>Not in the autograded scores above. Grade them in
+Formgrader (<code>python -m grader formgrader {escape(str(out))}</code>), then write the grade table with
+<code>python -m grader export {escape(str(out))}</code>. A written answer a student changed after it was
+graded waits again.</p>
+<table><tr><th>section</th><th>question</th><th>graded</th><th>waiting</th><th>mean points</th></tr>{by_hand}</table>
 </body></html>"""
     path = out / "report.html"
     path.write_text(html)

@@ -22,9 +22,10 @@ EXAMPLES = Path(__file__).resolve().parent / "examples"
 CLASS = EXAMPLES / "class"
 
 STUDENTS = {
-    "ada": "every answer right: the solutions",
+    "ada": "every answer right: the solutions, and the model answers to the written questions",
     "ben": "the release handed in untouched",
-    "cyd": "every answer right in other words: the catalogue's alternative right answers",
+    "cyd": "every answer right in other words: the catalogue's alternative right answers, and the "
+           "first sentence of each model answer to the written questions",
     "dot": "typical mistakes: the catalogue's first wrong answer for every task",
     "eli": "half done: the first half of the tasks answered, the rest untouched",
     "fay": "a file cut off in the middle: not valid JSON",
@@ -39,6 +40,10 @@ STUDENTS = {
     "ned": "the wrong file: a notebook of no section of this course",
 }
 FIRST_SECTION_ONLY = ("gus", "ivy", "jon", "kim", "lea", "max", "ned")
+# Grades of written answers, as an instructor enters them in Formgrader: `make demo` enters these
+# after grading, so that its report and grades.csv show grading by hand part done.
+GRADED_BY_HAND = [("ada", "01-heads", "question_mask_shape", 2.0), ("ada", "01-heads", "question_parameters", 2.0),
+                  ("cyd", "01-heads", "question_mask_shape", 1.0)]
 
 
 def _answer_cells(notebook):
@@ -49,6 +54,13 @@ def _answer_cells(notebook):
 def _solutions(section):
     return {c.metadata["nbgrader"]["grade_id"]: c.source
             for c in _answer_cells(nbformat.read(solution_notebook(section), as_version=4))}
+
+
+def _model_answers(section):
+    """grade_id -> the model answer of each written question (its mark scheme left out)."""
+    notebook = nbformat.read(solution_notebook(section), as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: c.source.split("**Mark scheme")[0].strip() for c in notebook.cells
+            if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")}
 
 
 def catalogue_variant(section, kind, k, tasks=None):
@@ -82,6 +94,11 @@ def _submission(section, student):
     if student in ("cyd", "dot"):
         notebook, entries = catalogue_variant(section, "right" if student == "cyd" else "wrong", 0)
         full = {name: student == "cyd" or entries[name] is None for name in names}
+    if student in ("ada", "cyd"):
+        for cell in notebook.cells:
+            model = _model_answers(section).get(cell.metadata.get("nbgrader", {}).get("grade_id"))
+            if model:
+                cell.source = model if student == "ada" else model.split(". ")[0] + "."
     if student == "ben":
         full = {name: False for name in names}
     if student == "eli":

@@ -37,7 +37,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import weakref
 from pathlib import Path
 

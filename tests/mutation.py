@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "MUTATION.md"
 EQUIVALENT = ROOT / "tests" / "equivalent_mutants.txt"
 MODULES = {"ticketnet": "ticketnet.py", "grader.autograde": "grader/autograde.py",
-           "grader.grading": "grader/grading.py", "grader.repair": "grader/repair.py",
-           "grader.report": "grader/report.py"}
+           "grader.gradebook": "grader/gradebook.py", "grader.grading": "grader/grading.py",
+           "grader.repair": "grader/repair.py", "grader.report": "grader/report.py"}
 MINIMUM = 85  # percent of mutants killed, over all modules
 DETECTED = {"killed", "timeout", "segfault"}  # a test failed, hung or crashed on the mutant
 COLUMNS = ["module", "source sha256", "mutants", "killed", "equivalent", "survived", "no tests", "score"]

@@ -18,6 +18,7 @@ import pytest
 
 from grader import autograde, grading
 from grader.course import SECTIONS
+from grader.gradebook import written_questions
 
 
 # --- collecting submissions ------------------------------------------------------------------
@@ -94,6 +95,9 @@ class StandInCourse:
     def feedback_html(self, section, student="self"):
         return f"<html>feedback for {student}, {section}</html>"
 
+    def graded_files(self, section, student="self"):
+        return {"submitted": f"{student}'s {section}", "autograded": f"{student}'s {section}, graded"}
+
 
 def test_a_worker_returns_the_course_result_with_its_student_time_and_feedback(monkeypatch, tmp_path):
     notebook = tmp_path / "ada_01-heads.ipynb"
@@ -104,6 +108,7 @@ def test_a_worker_returns_the_course_result_with_its_student_time_and_feedback(m
     result = autograde._grade("ada", str(notebook))
     assert result["student"] == "ada" and result["error"] == "" and result["score"] == 2.0
     assert result["feedback_html"] == "<html>feedback for ada, 01-heads</html>"
+    assert result["graded_files"] == {"submitted": "ada's 01-heads", "autograded": "ada's 01-heads, graded"}
     assert result["seconds"] == 3.14
 
 
@@ -150,26 +155,6 @@ def test_a_worker_course_is_warm_or_fresh_sandboxed_or_not_as_asked(monkeypatch)
     autograde._start_worker("template-folder", 30, 1024, False, False)
     assert made == [{"timeout": 30, "template": "template-folder", "warm": False, "memory_mb": 1024,
                      "sandboxed": False}]
-
-
-def test_the_template_course_registers_every_section_in_fresh_kernels_in_its_own_folder(monkeypatch, tmp_path):
-    """The template only generates the sections' release and gradebook; it never grades, so it
-    starts no warm-kernel server (the workers start their own)."""
-    made = []
-
-    class RecordingCourse:
-        def __init__(self, folder, **options):
-            self.folder, self.registered = folder, []
-            made.append((folder, options, self.registered))
-
-        def register(self, section):
-            self.registered.append(section)
-    monkeypatch.setattr(grading, "GradingCourse", RecordingCourse)
-    from grader import release
-    assert autograde._template_course(tmp_path, 45, False) == tmp_path / "course"
-    assert made == [(tmp_path / "course", {"timeout": 45, "warm": False, "sandboxed": False},
-                     list(release.sections_with_solutions()))]
-    assert made[0][2] == list(SECTIONS)
 
 
 def test_a_submission_failure_is_the_students_zero_unless_said_otherwise(tmp_path):
@@ -300,14 +285,13 @@ def test_a_file_name_points_to_the_last_section_it_names():
 @pytest.fixture
 def stand_in_class(tmp_path, monkeypatch):
     """`grade(*inputs, **options)`: autograde with the stand-in course on threads; returns
-    (results, the lines echoed). `grade.started` records the template course's options and
-    `grade.pools` each pool's workers and what each worker started with."""
+    (results, the lines echoed). `grade.started` records the sandbox check and the sections and
+    options the class folder was prepared with, `grade.copies` the folders the workers' sections
+    were copied from, `grade.pools` each pool's workers and what each worker started with,
+    `grade.recorded` what went into the class's gradebook; `grade.manual` stands for the grades
+    entered by hand there (grader/gradebook.py has its own tests)."""
     course = StandInCourse()
-    started, pools = [], []
-
-    def template_course(folder, timeout, sandboxed):
-        started.append((timeout, sandboxed))
-        return folder / "course"
+    started, pools, recorded, manual, copies = [], [], [], {}, []
 
     def start_worker(*options):
         pools[-1][1].append(options)
@@ -317,7 +301,13 @@ def stand_in_class(tmp_path, monkeypatch):
         pools.append((workers, []))
         return ThreadPoolExecutor(workers, initializer=initializer, initargs=initargs)
 
-    monkeypatch.setattr(autograde, "_template_course", template_course)
+    def record(folder, result):
+        recorded.append((folder, result["student"], result["section"], result.pop("graded_files", None)))
+    from grader import gradebook
+    monkeypatch.setattr(gradebook, "prepare", lambda folder, sections, options: started.append((list(sections), options)))
+    monkeypatch.setattr(gradebook, "sections_copy", lambda folder, target: copies.append(folder) or Path(target))
+    monkeypatch.setattr(gradebook, "record", record)
+    monkeypatch.setattr(gradebook, "manual_grades", lambda folder: manual)
     monkeypatch.setattr(autograde, "_start_worker", start_worker)
     monkeypatch.setattr(autograde, "ProcessPoolExecutor", pool)
     monkeypatch.setattr(autograde, "_course", None)
@@ -331,6 +321,7 @@ def stand_in_class(tmp_path, monkeypatch):
         return results, lines
 
     grade.out, grade.course, grade.started, grade.pools = out, course, started, pools
+    grade.recorded, grade.manual, grade.copies = recorded, manual, copies
     return grade
 
 
@@ -350,19 +341,29 @@ def test_a_class_run_writes_results_grades_feedback_and_report(stand_in_class, t
     results, lines = stand_in_class(hand_in, workers=8, timeout=30, memory_mb=1024, warm=False)
     out = stand_in_class.out
     assert lines == ["3 submissions, 0 already graded, 3 to grade"]
-    assert stand_in_class.started == ["sandbox checked", (30, True)]
+    from grader import release
+    assert stand_in_class.started == ["sandbox checked", (release.sections_with_solutions(),
+                                                          {"timeout": 30, "memory_mb": 1024, "sandboxed": True})]
     [(workers, started)] = stand_in_class.pools
     assert workers == 3  # no more workers than notebooks
-    assert {(template.name, *options) for template, *options in started} == {("course", 30, 1024, False, True)}
+    # the workers' courses start from a copy of the class folder's sections, made elsewhere
+    assert stand_in_class.copies == [out]
+    [(template, *options)] = {tuple(options) for options in started}
+    assert options == [30, 1024, False, True] and not template.is_relative_to(out)
+    assert sorted(stand_in_class.recorded, key=str) == sorted([
+        (out, "ada", "01-heads", {"submitted": "ada's 01-heads", "autograded": "ada's 01-heads, graded"}),
+        (out, "ben", "01-heads", {"submitted": "ben's 01-heads", "autograded": "ben's 01-heads, graded"}),
+        (out, "ben", None, None)], key=str)
     assert sorted(results) == ["ada/ada_01-heads.ipynb", "ben/ben_01-heads.ipynb", "ben/ben_03-norms.ipynb"]
     ada, ben, broken = (results[k] for k in sorted(results))
     versions = autograde.grading_versions([("timeout", 30), ("memory_mb", 1024), ("sandboxed", True)])
     assert ada["sha256"] == autograde._sha256(hand_in / "ada_01-heads.ipynb")
     assert (ada["version"], ben["version"], broken["version"]) == (versions["01-heads"],) * 2 + (versions[None],)
-    assert "feedback_html" not in ada and ada["feedback"] == "feedback/ada/01-heads.html"
-    assert (out / "feedback/ada/01-heads.html").read_text() == "<html>feedback for ada, 01-heads</html>"
+    assert "feedback_html" not in ada and "graded_files" not in ada
+    assert ada["feedback"] == "feedback/ada/01-heads/01-heads.html"  # nbgrader's layout
+    assert (out / ada["feedback"]).read_text() == "<html>feedback for ada, 01-heads</html>"
     # a submission that could not be graded gets a page saying why, named after its file
-    assert broken["feedback"] == "feedback/ben/ben_03-norms.html"
+    assert broken["feedback"] == "feedback/ben/ben_03-norms/ben_03-norms.html"
     page = (out / broken["feedback"]).read_text()
     assert "<h1>ben_03-norms.ipynb</h1>" in page and "could not be graded and scores 0" in page
     assert "&lt;cut off&gt;\nsecond line</pre>" in page and "<cut off>" not in page
@@ -438,7 +439,7 @@ def test_a_class_with_nothing_new_starts_no_workers_and_still_writes_the_tables(
     results, lines = stand_in_class(tmp_path / "empty")
     assert results == {} and lines == ["0 submissions, 0 already graded, 0 to grade"]
     assert stand_in_class.pools == []
-    assert (stand_in_class.out / "grades.csv").read_text().splitlines() == ["student,total,problems"]
+    assert (stand_in_class.out / "grades.csv").read_text().splitlines() == ["student,total,waiting,problems"]
     assert (stand_in_class.out / "report.html").is_file()
 
 
@@ -463,7 +464,7 @@ def test_a_class_handed_in_as_an_lms_zip_is_unpacked_beside_the_grades_and_read_
     assert key == "ada/attempt-ada-01-heads.ipynb" and result["score"] == 2.0
     assert result["notebook"] == str(stand_in_class.out / "unpacked" / "week 3" / "attempt-ada-01-heads.ipynb")
     # the defaults: a minute per cell, 4 GiB per kernel, warm kernels where the platform allows, sandboxed
-    assert stand_in_class.started == ["sandbox checked", (60, True)]
+    assert stand_in_class.started[0] == "sandbox checked"
     assert [options for _, *options in stand_in_class.pools[0][1]] == [[60, 4096, None, True]]
 
 
@@ -504,7 +505,7 @@ def test_a_grader_failure_blanks_the_section_its_file_names_and_no_other(tmp_pat
               "score": 0.0, "max_score": 0.0, "tasks": []}
     results = {"1": graded("ben", SECTIONS[0]), "2": graded("ben", SECTIONS[6]),
                "3": {**failed, "notebook": f"ada_{SECTIONS[0]}.ipynb"}, "4": {**failed, "notebook": "ada_notes.ipynb"}}
-    autograde._write_grades(tmp_path / "grades.csv", results)
+    autograde._write_grades(tmp_path / "grades.csv", results, {})
     rows = {r["student"]: r for r in csv.DictReader(open(tmp_path / "grades.csv"))}
     assert rows["ada"][f"{SECTIONS[0]}:total"] == ""  # the first section too
     assert rows["ada"][f"{SECTIONS[6]}:total"] == "0"  # a file of no section blanks nothing
@@ -518,9 +519,33 @@ def test_grades_csv_puts_sections_in_course_order_and_reads_results_of_older_run
                 "tasks": [{"grade_id": "test_x", "score": score, "max_score": 2.0, "message": ""}]}
     # results.json of an earlier version of the grader has no "interrupted" entry
     results = {"a": result("ada", SECTIONS[6], 2.0), "b": result("ada", SECTIONS[1], 1.5, interrupted=[])}
-    autograde._write_grades(tmp_path / "grades.csv", results)
+    autograde._write_grades(tmp_path / "grades.csv", results, {})
     with open(tmp_path / "grades.csv", newline="") as f:
         text = f.read()
-    assert text.splitlines()[0] == (f"student,{SECTIONS[1]}:test_x,{SECTIONS[1]}:total,"
-                                    f"{SECTIONS[6]}:test_x,{SECTIONS[6]}:total,total,problems")
-    assert text.splitlines()[1] == "ada,1.5,1.5,2.0,2.0,3.5,"
+    questions = {section: [f"{section}:{q}" for q in written_questions(section)] for section in (SECTIONS[1], SECTIONS[6])}
+    assert text.splitlines()[0] == ",".join(["student", f"{SECTIONS[1]}:test_x", *questions[SECTIONS[1]],
+                                             f"{SECTIONS[1]}:total", f"{SECTIONS[6]}:test_x", *questions[SECTIONS[6]],
+                                             f"{SECTIONS[6]}:total", "total", "waiting", "problems"])
+    waiting = "; ".join(questions[SECTIONS[1]] + questions[SECTIONS[6]])
+    assert text.splitlines()[1] == f"ada,1.5,,,,1.5,2.0,,,,,2.0,3.5,{waiting},"
+
+
+def test_grades_csv_takes_the_grades_entered_by_hand(tmp_path):
+    section = SECTIONS[0]
+    first, second, third = written_questions(section)
+
+    def result(student):
+        return {"student": student, "section": section, "notebook": f"{student}_{section}.ipynb", "error": "",
+                "score": 0.0, "max_score": 2.0, "tasks": [{"grade_id": "test_x", "score": 0.0, "max_score": 2.0,
+                                                           "message": "AssertionError: wrong"}]}
+    # ada: her check overruled by hand, one answer graded, one graded but rewritten since, one waiting
+    manual = {("ada", section): {"test_x": (1.5, False), first: (2.0, False), second: (1.0, True), third: (None, True)}}
+    autograde._write_grades(tmp_path / "grades.csv", {"a": result("ada"), "b": result("ben")}, manual)
+    rows = {r["student"]: r for r in csv.DictReader(open(tmp_path / "grades.csv"))}
+    ada, ben = rows["ada"], rows["ben"]
+    assert [ada[f"{section}:{name}"] for name in ("test_x", first, second, third)] == ["1.5", "2.0", "1.0", ""]
+    assert ada[f"{section}:total"] == ada["total"] == "4.5"
+    assert ada["waiting"] == f"{section}:{second}; {section}:{third}"
+    assert [ben[f"{section}:{name}"] for name in ("test_x", first, second, third)] == ["0.0", "", "", ""]
+    assert ben["total"] == "0.0" and ben["waiting"] == "; ".join(f"{section}:{q}" for q in (first, second, third))
+

@@ -4,9 +4,12 @@ themselves, on loopback with a token, with settings and workspaces of their own.
 
 A student opens a release notebook of the published edition, runs it, reads the first check's
 diagnostic, writes the answer, sees `Check passed`, and asks nbgrader's Validate button for its
-verdict on the saved notebook. Each step leaves a screenshot under out/screenshots/; a missing
-element fails the test with the page's own text."""
+verdict on the saved notebook. An instructor autogrades two students, opens Formgrader on the
+class (`python -m grader formgrader`), grades a written answer beside its mark scheme, and finds
+the grade in what `python -m grader export` writes. Each step leaves a screenshot under
+out/screenshots/; a missing element fails the test with the page's own text."""
 
+import csv
 import json
 import os
 import shutil
@@ -15,14 +18,17 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from nbgrader.api import Gradebook
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
 from grader import publish
+from grader.sample_class import CLASS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "out" / "screenshots"
@@ -59,12 +65,12 @@ def browser():
         launched.close()
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """Start JupyterLab in tmp_path/home (the folder the tests fill first) and yield
-    (folder, url of the folder's files); stop it afterwards."""
-    home, state = tmp_path / "home", tmp_path / "jupyter"
-    home.mkdir()
+@contextmanager
+def serving(command, cwd, tmp_path):
+    """Run `command` in `cwd`: a command that starts JupyterLab, here on loopback with a token and
+    with settings and workspaces of its own. Yields a function: path -> its address, token
+    included."""
+    state = tmp_path / "jupyter"
     for name, values in LAB_SETTINGS.items():
         (state / "settings" / name).parent.mkdir(parents=True, exist_ok=True)
         (state / "settings" / name).write_text(json.dumps(values))
@@ -72,13 +78,12 @@ def lab(tmp_path):
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(state / "config"), JUPYTER_RUNTIME_DIR=str(state / "runtime"),
                JUPYTERLAB_SETTINGS_DIR=str(state / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"))
     env.pop("COURSE_ROOT", None)
-    log = (tmp_path / "lab.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={home}", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
+    log = tmp_path / "lab.log"
+    options = ["--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+               f"--IdentityProvider.token={token}", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+               *(["--allow-root"] if os.geteuid() == 0 else [])]
+    with log.open("w") as written:
+        server = subprocess.Popen([*command, *options], cwd=cwd, env=env, stdout=written, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -88,16 +93,15 @@ def lab(tmp_path):
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text()[-3000:])
+                    pytest.fail(f"{' '.join(command[1:])} did not start:\n" + log.read_text()[-3000:])
                 time.sleep(0.5)
-        yield home, lambda path: f"{base}/lab/tree/{path}?reset&token={token}"
+        yield lambda path: f"{base}/{path}{'&' if '?' in path else '?'}token={token}"
     finally:
         server.terminate()
         try:
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
-        log.close()
 
 
 class Screen:
@@ -127,52 +131,99 @@ def cell(page, text):
         has=page.locator(".jp-InputArea", has_text=text))
 
 
-def test_a_student_runs_a_release_notebook_writes_the_first_task_and_validates_it(lab, browser, tmp_path):
-    home, url = lab
+def test_a_student_runs_a_release_notebook_writes_the_first_task_and_validates_it(browser, tmp_path):
+    home = tmp_path / "home"
     publish.publish(home / "transformer-block-course")  # what `git clone` of the edition gives
     notebook = "transformer-block-course/notebooks/01-heads/01-heads.ipynb"
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    screen = Screen(page, "student")
-    page.goto(url(notebook))
-    screen.see(page.locator(".jp-Notebook .jp-Cell"), "the notebook's cells", timeout=120)
-    screen.see(page.locator("#jp-main-statusbar", has_text="Idle"), "an idle kernel", timeout=120)
-    screen.shot("1-opened")
+    with serving([sys.executable, "-m", "jupyter", "lab"], home, tmp_path) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        screen = Screen(page, "student")
+        page.goto(url(f"lab/tree/{notebook}?reset"))
+        screen.see(page.locator(".jp-Notebook .jp-Cell"), "the notebook's cells", timeout=120)
+        screen.see(page.locator("#jp-main-statusbar", has_text="Idle"), "an idle kernel", timeout=120)
+        screen.shot("1-opened")
 
-    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-    check = cell(page, "check.split_heads(split_heads)")
-    diagnostic = screen.see(check.locator(".jp-OutputArea-output", has_text="not written yet"),
-                            "the first check's diagnostic", timeout=300)
-    assert "split_heads is not written yet" in diagnostic.inner_text()
-    setup = cell(page, "# Set-up: find the course")
-    assert "Course ready on this computer." in setup.locator(".jp-OutputArea").inner_text()
-    later = cell(page, "split = split_heads(x, heads)")
-    assert later.locator(".jp-OutputArea-output").count() == 0, "a cell after the failed check ran"
-    check.scroll_into_view_if_needed()
-    screen.shot("2-not-written")
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        check = cell(page, "check.split_heads(split_heads)")
+        diagnostic = screen.see(check.locator(".jp-OutputArea-output", has_text="not written yet"),
+                                "the first check's diagnostic", timeout=300)
+        assert "split_heads is not written yet" in diagnostic.inner_text()
+        setup = cell(page, "# Set-up: find the course")
+        assert "Course ready on this computer." in setup.locator(".jp-OutputArea").inner_text()
+        later = cell(page, "split = split_heads(x, heads)")
+        assert later.locator(".jp-OutputArea-output").count() == 0, "a cell after the failed check ran"
+        check.scroll_into_view_if_needed()
+        screen.shot("2-not-written")
 
-    task = cell(page, "def split_heads(h, heads):")
-    task.locator(".cm-content").click()
-    page.keyboard.press("Control+A")
-    page.keyboard.insert_text(SPLIT_HEADS)
-    page.keyboard.press("Shift+Enter")  # runs the answer and moves to the check below it
-    page.keyboard.press("Shift+Enter")
-    screen.see(check.locator(".jp-OutputArea-output", has_text="Check passed"), "Check passed", timeout=120)
-    assert check.locator(".jp-OutputArea-output").inner_text().strip() == "Check passed"
-    screen.shot("3-check-passed")
+        task = cell(page, "def split_heads(h, heads):")
+        task.locator(".cm-content").click()
+        page.keyboard.press("Control+A")
+        page.keyboard.insert_text(SPLIT_HEADS)
+        page.keyboard.press("Shift+Enter")  # runs the answer and moves to the check below it
+        page.keyboard.press("Shift+Enter")
+        screen.see(check.locator(".jp-OutputArea-output", has_text="Check passed"), "Check passed", timeout=120)
+        assert check.locator(".jp-OutputArea-output").inner_text().strip() == "Check passed"
+        screen.shot("3-check-passed")
 
-    page.keyboard.press("Control+S")
-    saved = home / notebook
-    deadline = time.monotonic() + 30
-    while SPLIT_HEADS not in saved.read_text() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert SPLIT_HEADS in saved.read_text(), "the notebook was not saved with the answer"
-    screen.see(page.locator("jp-button.validate-button"), "nbgrader's Validate button").click()
-    verdict = screen.see(page.locator(".nbgrader-ErrorDialog, .nbgrader-SuccessDialog"),
-                         "nbgrader's verdict", timeout=300)
-    screen.shot("4-validated")
-    text = verdict.inner_text()
-    # The other tasks are still unwritten: their checks fail, the one just written does not.
-    assert "nbgrader-ErrorDialog" in verdict.get_attribute("class"), text
-    assert "not written yet" in text and "check.merge_heads" in text, text[:3000]
-    assert "check.split_heads" not in text, text[:3000]
+        page.keyboard.press("Control+S")
+        saved = home / notebook
+        deadline = time.monotonic() + 30
+        while SPLIT_HEADS not in saved.read_text() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert SPLIT_HEADS in saved.read_text(), "the notebook was not saved with the answer"
+        screen.see(page.locator("jp-button.validate-button"), "nbgrader's Validate button").click()
+        verdict = screen.see(page.locator(".nbgrader-ErrorDialog, .nbgrader-SuccessDialog"),
+                             "nbgrader's verdict", timeout=300)
+        screen.shot("4-validated")
+        text = verdict.inner_text()
+        # The other tasks are still unwritten: their checks fail, the one just written does not.
+        assert "nbgrader-ErrorDialog" in verdict.get_attribute("class"), text
+        assert "not written yet" in text and "check.merge_heads" in text, text[:3000]
+        assert "check.split_heads" not in text, text[:3000]
+
+
+def test_an_instructor_grades_a_written_answer_in_formgrader_and_export_shows_it(browser, tmp_path):
+    submissions, graded = tmp_path / "submissions", tmp_path / "graded"
+    for student in ("ada", "ben"):
+        (submissions / student).mkdir(parents=True)
+        shutil.copy(CLASS / student / "01-heads.ipynb", submissions / student)
+    run = subprocess.run([sys.executable, "-m", "grader", "autograde", str(submissions), "--out", str(graded),
+                          "--workers", "1"], capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    with Gradebook(f"sqlite:///{graded / 'gradebook.db'}") as gradebook:
+        submission = gradebook.find_submission_notebook("01-heads", "01-heads", "ada").id
+    with serving([sys.executable, "-m", "grader", "formgrader", str(graded)], ROOT, tmp_path) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        screen = Screen(page, "instructor")
+        page.goto(url("lab"))  # signs in: Formgrader's pages then use the session's cookie
+        screen.see(page.locator(".jp-LabShell"), "JupyterLab", timeout=120)
+        page.goto(url("formgrader/gradebook/01-heads/01-heads"))
+        screen.see(page.locator("a", has_text="Submission #2"), "the section's two submissions")
+        screen.shot("1-submissions")
+
+        page.goto(url(f"formgrader/submissions/{submission}/"))
+        score = screen.see(page.locator("input.score#question_mask_shape"), "the written answer's score box")
+        scheme = screen.see(page.locator(".text_cell_render", has_text="For the grader: the model answer"),
+                            "the mark scheme beside the answer")
+        assert "Mark scheme" in scheme.inner_text() and "(b, 1, 1, s)" in scheme.inner_text()
+        score.scroll_into_view_if_needed()
+        score.fill("1.5")
+        score.press("Tab")  # Formgrader saves a score when the box loses focus
+        with Gradebook(f"sqlite:///{graded / 'gradebook.db'}") as gradebook:
+            deadline = time.monotonic() + 30
+            while gradebook.find_grade("question_mask_shape", "01-heads", "01-heads", "ada").manual_score != 1.5:
+                assert time.monotonic() < deadline, "Formgrader did not save the score"
+                time.sleep(0.5)
+                gradebook.db.expire_all()
+        screen.shot("2-scored")
+
+    run = subprocess.run([sys.executable, "-m", "grader", "export", str(graded)], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "written answers waiting for a grade: 5" in run.stdout, run.stdout
+    rows = {row["student"]: row for row in csv.DictReader((graded / "grades.csv").open())}
+    assert rows["ada"]["01-heads:question_mask_shape"] == "1.5"
+    assert rows["ada"]["01-heads:total"] == rows["ada"]["total"] == "12.5"
+    assert "01-heads:question_mask_shape" not in rows["ada"]["waiting"]
+    assert rows["ben"]["01-heads:question_mask_shape"] == "" and "01-heads:question_mask_shape" in rows["ben"]["waiting"]

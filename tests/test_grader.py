@@ -17,6 +17,7 @@ import pytest
 
 from grader import autograde, grading, judge, release, sample_class
 from grader.course import ROOT, SECTIONS, release_notebook, solution_notebook
+from grader.gradebook import written_questions
 from grader.repair import repair
 
 FIRST = release.sections_with_solutions()[0]
@@ -156,12 +157,14 @@ def test_grades_csv_has_a_row_per_student_a_column_per_task_and_zeros_for_failur
     for key, section in (("d", "07-banking77"), ("e", "01-heads")):  # finished in this order
         results[key]["notebook"] = f"cyd/{section}.ipynb"
     results["f"] = _result("abe", "02-positions", {"h": 0.0})  # graded last, listed first
-    autograde._write_grades(tmp_path / "grades.csv", results)
+    autograde._write_grades(tmp_path / "grades.csv", results, {})
     rows = list(csv.DictReader(open(tmp_path / "grades.csv")))
     assert [row["student"] for row in rows] == ["abe", "ada", "ben", "cyd"]
     rows = rows[1:]
-    assert list(rows[0]) == ["student", "01-heads:test_f", "01-heads:test_g", "01-heads:total",
-                             "02-positions:test_h", "02-positions:total", "total", "problems"]
+    written = {s: [f"{s}:{q}" for q in written_questions(s)] for s in ("01-heads", "02-positions")}
+    assert list(rows[0]) == ["student", "01-heads:test_f", "01-heads:test_g", *written["01-heads"], "01-heads:total",
+                             "02-positions:test_h", *written["02-positions"], "02-positions:total", "total",
+                             "waiting", "problems"]
     assert rows[0]["total"] == "4.0" and rows[1]["01-heads:total"] == "0"
     assert rows[0]["problems"] == "ada.ipynb: a cell ran past the limit"
     assert "the file is empty" in rows[1]["problems"]
@@ -326,6 +329,9 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
         page = course.feedback_html(section, "ada")
         assert "<h4>05-block (Score: 3.0 / 13.0)</h4>" in page  # 3 of 7 autograded, written answers to come
         assert "no attention at all" in page and "def split_heads" not in page
+        # the autograded notebook shows the grader each mark scheme; the student's page never does
+        assert sum("For the grader" in c.source for c in graded.cells) == len(written_questions(section))
+        assert "For the grader" not in page and "Mark scheme" not in page
         assert "NameError</span>: name 'to_reference' is not defined" in page
         # ada hands in again: a notebook that kills its kernel, then the model answer
         block.source = "import os\nos._exit(3)"
@@ -439,8 +445,9 @@ def test_grades_csv_gives_each_sample_student_the_points_deserved_cell_by_cell(g
     sections = sorted({section for _, section, _ in deserved}, key=SECTIONS.index)
     with open(out / "grades.csv", newline="") as f:
         header, *rows = list(csv.reader(f))
-    assert header == ["student", *[f"{s}:{name}" for s in sections for name in [g for g, _ in points[s]] + ["total"]],
-                      "total", "problems"]
+    assert header == ["student", *[f"{s}:{name}" for s in sections
+                                   for name in [g for g, _ in points[s]] + written_questions(s) + ["total"]],
+                      "total", "waiting", "problems"]
     assert [row[0] for row in rows] == sorted({row["student"] for row in expected})
     for row in rows:
         cells, student = dict(zip(header, row)), row[0]
@@ -449,6 +456,9 @@ def test_grades_csv_gives_each_sample_student_the_points_deserved_cell_by_cell(g
             got = [float(cells[f"{section}:{name}"]) for name, _ in points[section]]
             assert got == [deserved.get((student, section, name), 0.0) for name, _ in points[section]], (student, section)
             assert float(cells[f"{section}:total"]) == sum(got), (student, section)
+            graded = any(key[:2] == (student, section) for key in deserved)  # else: a zero, not a wait
+            assert [cells[f"{section}:{q}"] for q in written_questions(section)] == \
+                ["" if graded else "0"] * len(written_questions(section)), (student, section)  # none graded by hand
             class_total += sum(got)
         assert float(cells["total"]) == class_total, student
         assert bool(cells["problems"]) == (student in broken or student == "gus"), (student, cells["problems"])

@@ -214,9 +214,13 @@ def test_the_whole_tamper_catalogue_through_autograde(attacks, tmp_path):
     report = (tmp_path / "out" / "report.html").read_text()
     assert all(f"<li>{a}, 01-heads.ipynb: test_" in report for a in flagged)
     assert all(by_student[a]["score"] <= HONEST for a in SABOTAGE)
-    feedback = (tmp_path / "out" / "feedback" / "writes-the-gradebook" / "01-heads.html").read_text()
+    feedback = (tmp_path / "out" / "feedback" / "writes-the-gradebook" / "01-heads" / "01-heads.html").read_text()
     total = FULL + by_student["writes-the-gradebook"]["written_max_score"]
     assert re.findall(r"Score: [\d.]+ / [\d.]+", feedback)[0] == f"Score: {HONEST} / {total}"  # not 104
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{tmp_path / 'out' / 'gradebook.db'}") as book:  # the class's, which Formgrader opens
+        graded = book.find_submission_notebook(SECTION, SECTION, "writes-the-gradebook").grades
+        assert sum(g.score or 0 for g in graded) == HONEST and not any(g.extra_credit for g in graded)
 
 
 # --- containment: what a submission does to the machine and to its classmates ----------------
@@ -397,6 +401,6 @@ def test_no_submission_reaches_outside_its_sandbox(containment_class, tmp_path, 
     assert not _leftovers(), "a process of a submission outlived its grading"
     assert _course_files() == before, "a submission changed the course's files"
     assert (set(startup.glob("*")) if startup.is_dir() else set()) == started_before
-    page = (tmp_path / "out" / "feedback" / "scripts-the-feedback" / "01-heads.html").read_text()
+    page = (tmp_path / "out" / "feedback" / "scripts-the-feedback" / "01-heads" / "01-heads.html").read_text()
     assert "<b>look</b>" in page  # the harmless part of the output stays
     assert not re.search(r"<script[^>]*>[^<]*tampered", page) and not re.search(r"<img[^>]*onerror", page)

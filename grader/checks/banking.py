@@ -212,7 +212,7 @@ def _diagnose_added(added, s, d, atol):
     if added.abs().max() < 1e-6:
         raise AssertionError(
             "the first block receives the token embeddings with nothing added: add "
-            f"sinusoid(s, d) (s = ids.shape[1]) to the embeddings before the blocks. Added after "
+            "sinusoid(s, d) (s = ids.shape[1]) to the embeddings before the blocks. Added after "
             "the blocks, or not at all, the mean over the tokens cannot see the order.")
     tables = references.expected("banking", "added_tables", s, d)
     candidates = [

@@ -1,0 +1,13 @@
+# nbgrader's settings for this class's course folder, written by `python -m grader autograde`.
+# Formgrader (`python -m grader formgrader` with this folder, or `jupyter lab` in it) and plain
+# `nbgrader` commands run here read them. They come from the course checkout named below, the one
+# `grader autograde` graded with, so that nbgrader here grades as it does.
+import sys
+
+COURSE = "{course}"
+if COURSE not in sys.path:
+    sys.path.insert(0, COURSE)
+
+from grader.gradebook import configure  # noqa: E402  (found in COURSE)
+
+configure(get_config(), __file__)  # noqa: F821  (nbgrader defines get_config)
