@@ -45,6 +45,13 @@ def formgrader(args):
         print(f"{args.folder} is not a graded class: run `python -m grader autograde INPUT --out "
               f"{args.folder}` first", file=sys.stderr)
         return 2
+    from traitlets.config import Config
+    from grader.gradebook import configure
+    try:  # here, where an error reaches the instructor, and not in the server, which would log it and go on
+        configure(Config(), folder / "nbgrader_config.py")  # records the checks' results if this state of the course has none
+    except Exception as error:
+        print(f"nbgrader cannot grade as the course does in {folder}: {error}", file=sys.stderr)
+        return 1
     os.chdir(folder)  # nbgrader reads the config where the server starts
     # JupyterLab takes this process's place: stopping it (Ctrl+C, a signal) stops the server itself
     os.execv(sys.executable, [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={folder}",
@@ -91,7 +98,7 @@ def demo(args):
     if enter_grades(out, GRADED_BY_HAND):  # as an instructor would in Formgrader
         write_tables(out, results)
     import pandas as pd
-    grades = pd.read_csv(out / "grades.csv").set_index("student").fillna("")
+    grades = pd.read_csv(out / "grades.csv").set_index("student").fillna({"waiting": "", "problems": ""})
     totals = grades[[c for c in grades.columns if c.endswith("total")]]
     totals.columns = [c.removesuffix(":total") or c for c in totals.columns]
     totals = totals.assign(waiting=[len(w.split("; ")) if w else 0 for w in grades["waiting"]],

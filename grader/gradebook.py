@@ -14,7 +14,8 @@ grades.csv and the report. It is an ordinary nbgrader course, which Formgrader o
 The grading workers keep courses of their own. Only the main process writes here, one graded
 submission at a time (`record`), so the gradebook has one writer. A re-run updates the autograded
 scores and keeps every manual grade; a written answer that changed since it was graded waits for
-the grader again, its old grade shown.
+the grader again, its old grade shown. An answer handed in as released gets 0 and waits for nobody,
+as plain nbgrader has it.
 """
 
 import functools
@@ -98,11 +99,17 @@ def with_mark_schemes(notebook, section):
 
 
 def _answers(path):
-    """grade_id -> the text of each written answer in a graded notebook (none if no file)."""
+    """grade_id -> each written answer (its cell) in a graded notebook (none if no file)."""
     if not path.is_file():
         return {}
     notebook = nbformat.read(path, as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in notebook.cells if _is_written(c)}
+    return {c.metadata["nbgrader"]["grade_id"]: c for c in notebook.cells if _is_written(c)}
+
+
+def _untouched(cell):
+    """The answer cell as released: nbgrader gives it 0 points and no grader needs to read it."""
+    from nbgrader.utils import determine_grade
+    return cell is not None and determine_grade(cell)[0] == 0
 
 
 def _api(folder):
@@ -174,8 +181,14 @@ def record(folder, result):
         scores = {t["grade_id"]: t["score"] for t in result["tasks"]}
         for grade in gradebook.find_submission_notebook(section, section, student).grades:
             if grade.name in written_questions(section):  # graded by hand, again if the student rewrote it
-                grade.auto_score = None
-                grade.needs_manual_grade = grade.manual_score is None or before.get(grade.name) != now.get(grade.name)
+                answer = now.get(grade.name)
+                rewritten = getattr(before.get(grade.name), "source", None) != getattr(answer, "source", None)
+                if _untouched(answer):
+                    grade.auto_score, grade.needs_manual_grade = 0.0, False
+                    grade.manual_score = None if rewritten else grade.manual_score
+                else:
+                    grade.auto_score = None
+                    grade.needs_manual_grade = grade.manual_score is None or rewritten
             else:
                 grade.auto_score, grade.needs_manual_grade = scores.get(grade.name, 0.0), False
             grade.extra_credit = None
@@ -205,7 +218,8 @@ def manual_grades(folder):
                     for grade in notebook.grades:
                         written = grade.name in written_questions(assignment.name)
                         if written or grade.manual_score is not None:
-                            marks[grade.name] = (grade.manual_score, written and grade.needs_manual_grade)
+                            points = grade.auto_score if grade.manual_score is None else grade.manual_score
+                            marks[grade.name] = (points, written and grade.needs_manual_grade)
     return found
 
 

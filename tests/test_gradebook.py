@@ -71,7 +71,7 @@ def test_a_prepared_folder_is_an_nbgrader_course_of_the_checkout(prepared):
         assert [a.name for a in book.assignments] == [SECTION]
     # nbgrader's own command reads the config: the folder's gradebook, the checkout's solutions
     listed = subprocess.run([sys.executable, "-m", "nbgrader", "db", "assignment", "list"], cwd=prepared,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=900)  # the first read records the checks' results
     assert listed.returncode == 0 and SECTION in listed.stdout, listed.stderr[-2000:]
 
 
@@ -100,7 +100,8 @@ def test_a_graded_submission_lands_in_the_gradebook_with_its_notebooks(folder):
     grades = _grades(folder, "ada")
     assert grades["test_split_heads"] == (2.0, None, False)
     assert grades["test_merge_heads"] == (0.0, None, False)
-    assert grades[FIRST] == grades[SECOND] == (None, None, True)  # written: waiting for a grader
+    assert grades[FIRST] == (None, None, True)  # written: waiting for a grader
+    assert grades[SECOND] == grades[THIRD] == (0.0, None, False)  # as released: 0, as nbgrader gives it
     for kind in ("submitted", "autograded"):
         assert (folder / kind / "ada" / SECTION / f"{SECTION}.ipynb").read_text() == files[kind]
 
@@ -141,9 +142,20 @@ def test_a_rerun_keeps_every_grade_entered_by_hand_and_asks_again_for_a_rewritte
     assert grades[SECOND] == (None, 2.0, False)
     assert gradebook.manual_grades(folder) == {
         ("ada", SECTION): {"test_causal_mask": (1.0, False), FIRST: (1.0, True), SECOND: (2.0, False),
-                           THIRD: (None, True)}}
+                           THIRD: (0.0, False)}}
     assert gradebook.written_progress(folder) == [(SECTION, FIRST, 0, 1, 0, 2.0), (SECTION, SECOND, 1, 0, 2.0, 2.0),
-                                                  (SECTION, THIRD, 0, 1, 0, 2.0)]
+                                                  (SECTION, THIRD, 1, 0, 0, 2.0)]
+
+
+def test_an_answer_handed_in_as_released_gets_nothing_and_waits_for_nobody(folder):
+    gradebook.record(folder, _graded("ben", answers={FIRST: "an answer"}))
+    _enter(folder, "ben", FIRST, 2.0)
+    assert _grades(folder, "ben")[SECOND] == (0.0, None, False)
+    # ben hands in again with his first answer put back as released: the grade it had goes
+    gradebook.record(folder, _graded("ben", answers={SECOND: "now written"}))
+    grades = _grades(folder, "ben")
+    assert grades[FIRST] == (0.0, None, False)
+    assert grades[SECOND] == (None, None, True)
 
 
 def test_without_a_gradebook_nothing_was_graded_by_hand(tmp_path):
@@ -159,6 +171,17 @@ def test_the_feedback_nbgrader_writes_in_the_folder_leaves_the_mark_schemes_out(
     assert "Question 1" in page and "For the grader" not in page and "Mark scheme" not in page
 
 
+def test_nbgrader_and_formgrader_stop_where_the_folder_cannot_grade_as_the_course_does(folder, capsys):
+    """traitlets goes on with nbgrader's defaults after a config file fails: unsandboxed grading."""
+    (folder / gradebook.OPTIONS).unlink()
+    graded = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", SECTION], cwd=folder,
+                            capture_output=True, text=True, timeout=300)
+    assert graded.returncode != 0
+    assert f"nbgrader cannot grade as the course does in {folder / 'nbgrader_config.py'}" in graded.stderr
+    assert main(["formgrader", str(folder)]) == 1
+    assert f"nbgrader cannot grade as the course does in {folder}: " in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("verb", ["formgrader", "export"])
 def test_formgrader_and_export_refuse_a_folder_that_is_not_a_graded_class(verb, tmp_path, capsys):
     assert main([verb, str(tmp_path)]) == 2
@@ -167,7 +190,7 @@ def test_formgrader_and_export_refuse_a_folder_that_is_not_a_graded_class(verb, 
 
 def test_export_writes_the_grades_and_report_with_the_grades_entered_by_hand(folder, capsys):
     import csv
-    result = _graded("ada", scores={"test_split_heads": 2.0})
+    result = _graded("ada", answers={q: "an answer" for q in (FIRST, SECOND, THIRD)}, scores={"test_split_heads": 2.0})
     gradebook.record(folder, result)
     (folder / "results.json").write_text(json.dumps({"ada/ada_01-heads.ipynb": {
         **result, "score": 2.0, "max_score": 11.0, "repairs": [], "interrupted": [], "flags": []}}))
@@ -182,7 +205,7 @@ def test_export_writes_the_grades_and_report_with_the_grades_entered_by_hand(fol
 
 
 def test_grades_entered_for_the_demo_never_overwrite_a_graders(folder):
-    gradebook.record(folder, _graded("ada"))
+    gradebook.record(folder, _graded("ada", answers={FIRST: "an answer", SECOND: "another"}))
     _enter(folder, "ada", FIRST, 0.5)
     entered = gradebook.enter_grades(folder, [("ada", SECTION, FIRST, 2.0), ("ada", SECTION, SECOND, 2.0),
                                               ("nobody", SECTION, FIRST, 2.0)])
@@ -209,9 +232,17 @@ def test_plain_nbgrader_in_the_class_folder_scores_the_sample_class_as_grader_au
                             capture_output=True, text=True, timeout=1800)
     assert "Traceback" not in graded.stderr, graded.stderr[-3000:]
     checks = judge.check_cells(SECTION)
+    written = gradebook.written_questions(SECTION)
     with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as book:
         theirs = {(s.student.id, g.name): g.score for s in book.find_assignment(SECTION).submissions
                   for g in s.notebooks[0].grades if g.name in checks}
+        untouched = {(s.student.id, g.name): g.needs_manual_grade for s in book.find_assignment(SECTION).submissions
+                     for g in s.notebooks[0].grades if g.name in written}
     assert theirs == ours
+    # nbgrader's own verdict on the written answers: an answer as released gets 0 and waits for nobody
+    manual = gradebook.manual_grades(out)
+    assert {key: (0.0, False) if not waiting else (None, True) for key, waiting in untouched.items()} == {
+        (student, name): manual[student, SECTION][name] for student, name in untouched}
+    assert untouched[("ben", written[0])] is False and untouched[("ada", written[0])] is True
     for student, _ in ours:  # nbgrader's autograded notebooks still show the mark schemes
         assert "For the grader" in (out / "autograded" / student / SECTION / f"{SECTION}.ipynb").read_text()

@@ -425,6 +425,17 @@ def test_every_sample_student_scores_what_their_submission_deserves(graded_class
             assert task["message"], row
 
 
+def _written_cell(student, section, question):
+    """grades.csv's cell for a written answer of the sample class nobody graded yet (jon's found
+    as the grader finds it: repaired, his metadata being stripped)."""
+    def answer(notebook):
+        return next((c.source for c in notebook.cells if grading_meta(c).get("grade_id") == question), None)
+    released = nbformat.read(release_notebook(section), as_version=4)
+    handed_in = nbformat.read(sample_class.CLASS / student / f"{section}.ipynb", as_version=4)
+    repair(handed_in, released)
+    return "0.0" if answer(handed_in) == answer(released) else ""
+
+
 def test_grades_csv_gives_each_sample_student_the_points_deserved_cell_by_cell(graded_class):
     """Every cell of the instructor's table, derived from expected.csv and the solutions' points:
     task columns in notebook order, sections in course order, a section total, a class total."""
@@ -457,8 +468,10 @@ def test_grades_csv_gives_each_sample_student_the_points_deserved_cell_by_cell(g
             assert got == [deserved.get((student, section, name), 0.0) for name, _ in points[section]], (student, section)
             assert float(cells[f"{section}:total"]) == sum(got), (student, section)
             graded = any(key[:2] == (student, section) for key in deserved)  # else: a zero, not a wait
+            # none graded by hand: a written answer waits (empty), one handed in as released gets 0.0
             assert [cells[f"{section}:{q}"] for q in written_questions(section)] == \
-                ["" if graded else "0"] * len(written_questions(section)), (student, section)  # none graded by hand
+                [_written_cell(student, section, q) if graded else "0" for q in written_questions(section)], \
+                (student, section)
             class_total += sum(got)
         assert float(cells["total"]) == class_total, student
         assert bool(cells["problems"]) == (student in broken or student == "gus"), (student, cells["problems"])

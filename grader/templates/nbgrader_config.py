@@ -10,4 +10,9 @@ if COURSE not in sys.path:
 
 from grader.gradebook import configure  # noqa: E402  (found in COURSE)
 
-configure(get_config(), __file__)  # noqa: F821  (nbgrader defines get_config)
+try:
+    configure(get_config(), __file__)  # noqa: F821  (nbgrader defines get_config)
+except Exception as error:
+    # traitlets logs any other error and goes on with nbgrader's defaults: plain nbgrader would then
+    # grade unsandboxed, unrepaired and unjudged. An exit stops it, saying why.
+    raise SystemExit(f"nbgrader cannot grade as the course does in {__file__}: {error}") from error
