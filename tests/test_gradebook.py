@@ -3,6 +3,7 @@ which Formgrader opens, with the written answers waiting beside their mark schem
 keep every grade entered by hand; grader export and formgrader on it."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -49,6 +50,15 @@ def _graded(student, answers=None, scores=None):
             "tasks": tasks, "graded_files": {"submitted": text, "autograded": graded}}
 
 
+def _nbgrader(args, folder, timeout):
+    """Plain nbgrader run in the class folder, as an instructor types it. Under mutmut it runs the
+    code as written: its config imports grader.gradebook, and a mutant cannot run outside
+    mutmut's folder."""
+    env = {k: v for k, v in os.environ.items() if k != "MUTANT_UNDER_TEST"}
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
 def _grades(folder, student):
     with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as book:
         return {g.name: (g.auto_score, g.manual_score, g.needs_manual_grade)
@@ -70,8 +80,7 @@ def test_a_prepared_folder_is_an_nbgrader_course_of_the_checkout(prepared):
     with Gradebook(f"sqlite:///{prepared / 'gradebook.db'}") as book:
         assert [a.name for a in book.assignments] == [SECTION]
     # nbgrader's own command reads the config: the folder's gradebook, the checkout's solutions
-    listed = subprocess.run([sys.executable, "-m", "nbgrader", "db", "assignment", "list"], cwd=prepared,
-                            capture_output=True, text=True, timeout=900)  # the first read records the checks' results
+    listed = _nbgrader(["db", "assignment", "list"], prepared, timeout=900)  # the first read records the checks' results
     assert listed.returncode == 0 and SECTION in listed.stdout, listed.stderr[-2000:]
 
 
@@ -164,8 +173,7 @@ def test_without_a_gradebook_nothing_was_graded_by_hand(tmp_path):
 
 def test_the_feedback_nbgrader_writes_in_the_folder_leaves_the_mark_schemes_out(folder):
     gradebook.record(folder, _graded("ada"))
-    made = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", SECTION, "--student", "ada",
-                           "--force"], cwd=folder, capture_output=True, text=True, timeout=300)
+    made = _nbgrader(["generate_feedback", SECTION, "--student", "ada", "--force"], folder, timeout=300)
     assert made.returncode == 0, made.stderr[-3000:]
     page = (folder / "feedback" / "ada" / SECTION / f"{SECTION}.html").read_text()
     assert "Question 1" in page and "For the grader" not in page and "Mark scheme" not in page
@@ -174,8 +182,7 @@ def test_the_feedback_nbgrader_writes_in_the_folder_leaves_the_mark_schemes_out(
 def test_nbgrader_and_formgrader_stop_where_the_folder_cannot_grade_as_the_course_does(folder, capsys):
     """traitlets goes on with nbgrader's defaults after a config file fails: unsandboxed grading."""
     (folder / gradebook.OPTIONS).unlink()
-    graded = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", SECTION], cwd=folder,
-                            capture_output=True, text=True, timeout=300)
+    graded = _nbgrader(["autograde", SECTION], folder, timeout=300)
     assert graded.returncode != 0
     assert f"nbgrader cannot grade as the course does in {folder / 'nbgrader_config.py'}" in graded.stderr
     assert main(["formgrader", str(folder)]) == 1
@@ -228,8 +235,7 @@ def test_plain_nbgrader_in_the_class_folder_scores_the_sample_class_as_grader_au
     results = autograde.autograde([hand_in], out, workers=2, timeout=30, echo=lambda line: None)
     ours = {(r["student"], t["grade_id"]): t["score"] for r in results.values() if not r["error"] for t in r["tasks"]}
     assert {"jon", "ivy"} <= {student for student, _ in ours}  # repaired: metadata stripped, a check deleted
-    graded = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", SECTION, "--force"], cwd=out,
-                            capture_output=True, text=True, timeout=1800)
+    graded = _nbgrader(["autograde", SECTION, "--force"], out, timeout=1800)
     assert "Traceback" not in graded.stderr, graded.stderr[-3000:]
     checks = judge.check_cells(SECTION)
     written = gradebook.written_questions(SECTION)
