@@ -285,7 +285,7 @@ def test_a_file_name_points_to_the_last_section_it_names():
 @pytest.fixture
 def stand_in_class(tmp_path, monkeypatch):
     """`grade(*inputs, **options)`: autograde with the stand-in course on threads; returns
-    (results, the lines echoed). `grade.started` records the sandbox check and the sections and
+    (results, the lines echoed). `grade.started` records the sandbox check and the folder, sections and
     options the class folder was prepared with, `grade.copies` the folders the workers' sections
     were copied from, `grade.pools` each pool's workers and what each worker started with,
     `grade.recorded` what went into the class's gradebook; `grade.manual` stands for the grades
@@ -304,7 +304,8 @@ def stand_in_class(tmp_path, monkeypatch):
     def record(folder, result):
         recorded.append((folder, result["student"], result["section"], result.pop("graded_files", None)))
     from grader import gradebook
-    monkeypatch.setattr(gradebook, "prepare", lambda folder, sections, options: started.append((list(sections), options)))
+    monkeypatch.setattr(gradebook, "prepare",
+                        lambda folder, sections, options: started.append((folder, list(sections), options)))
     monkeypatch.setattr(gradebook, "sections_copy", lambda folder, target: copies.append(folder) or Path(target))
     monkeypatch.setattr(gradebook, "record", record)
     monkeypatch.setattr(gradebook, "manual_grades", lambda folder: manual)
@@ -342,7 +343,7 @@ def test_a_class_run_writes_results_grades_feedback_and_report(stand_in_class, t
     out = stand_in_class.out
     assert lines == ["3 submissions, 0 already graded, 3 to grade"]
     from grader import release
-    assert stand_in_class.started == ["sandbox checked", (release.sections_with_solutions(),
+    assert stand_in_class.started == ["sandbox checked", (out, release.sections_with_solutions(),
                                                           {"timeout": 30, "memory_mb": 1024, "sandboxed": True})]
     [(workers, started)] = stand_in_class.pools
     assert workers == 3  # no more workers than notebooks

@@ -2,8 +2,11 @@
 which Formgrader opens, with the written answers waiting beside their mark schemes; re-runs that
 keep every grade entered by hand; grader export and formgrader on it."""
 
+import copy
+import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,9 +17,9 @@ from nbgrader.api import Gradebook
 
 from grader import gradebook
 from grader.__main__ import main
-from grader.course import release_notebook
+from grader.course import SECTIONS, release_notebook, solution_notebook
 
-SECTION = "01-heads"
+SECTION, SECOND_SECTION = SECTIONS[:2]
 OPTIONS = {"timeout": 30, "memory_mb": 2048, "sandboxed": True}
 FIRST, SECOND, THIRD = gradebook.written_questions(SECTION)
 
@@ -77,11 +80,78 @@ def test_a_prepared_folder_is_an_nbgrader_course_of_the_checkout(prepared):
     config = (prepared / "nbgrader_config.py").read_text()
     assert f'COURSE = "{gradebook.ROOT}"' in config and "{course}" not in config
     assert (prepared / "release" / SECTION / f"{SECTION}.ipynb").is_file()
+    # each section with the solution it was registered from, one entry a line, for an instructor to read
+    digest = hashlib.sha256(solution_notebook(SECTION).read_bytes()).hexdigest()
+    assert (prepared / "registered.json").read_text() == json.dumps({SECTION: digest}, indent=1)
+    assert (prepared / gradebook.OPTIONS).read_text() == json.dumps(OPTIONS, indent=1, sort_keys=True)
     with Gradebook(f"sqlite:///{prepared / 'gradebook.db'}") as book:
         assert [a.name for a in book.assignments] == [SECTION]
     # nbgrader's own command reads the config: the folder's gradebook, the checkout's solutions
     listed = _nbgrader(["db", "assignment", "list"], prepared, timeout=900)  # the first read records the checks' results
     assert listed.returncode == 0 and SECTION in listed.stdout, listed.stderr[-2000:]
+
+
+def test_a_section_is_registered_where_it_is_new_or_its_solution_changed(tmp_path, monkeypatch):
+    """A folder whose parent does not exist yet; nbgrader stands in, registering nothing."""
+    registered, outcome = [], {"success": True}
+
+    class API:
+        def generate_assignment(self, section, **options):
+            registered.append(section)
+            return outcome
+    monkeypatch.setattr(gradebook, "_api", lambda folder: API())
+    folder = tmp_path / "fall 2026" / "class"
+    gradebook.prepare(folder, [SECOND_SECTION, SECTION], OPTIONS)
+    assert registered == [SECOND_SECTION, SECTION]
+    digests = {s: hashlib.sha256(solution_notebook(s).read_bytes()).hexdigest() for s in (SECTION, SECOND_SECTION)}
+    assert (folder / "registered.json").read_text() == json.dumps(digests, indent=1, sort_keys=True)
+    # the second section's release is there, the first's is missing: only the first is registered
+    (folder / "release" / SECOND_SECTION).mkdir(parents=True)
+    gradebook.prepare(folder, [SECOND_SECTION, SECTION], OPTIONS)
+    assert registered == [SECOND_SECTION, SECTION, SECTION]
+    outcome = {"success": False, "error": "a broken source"}
+    (folder / "registered.json").write_text("{}")
+    with pytest.raises(RuntimeError, match=rf"^nbgrader could not register {SECOND_SECTION} in "
+                                           rf"{re.escape(str(folder))}:\na broken source$"):
+        gradebook.prepare(folder, [SECOND_SECTION], OPTIONS)
+
+
+def test_a_changed_solution_replaces_the_release_nbgrader_registered(folder):
+    release = folder / "release" / SECTION / f"{SECTION}.ipynb"
+    release.write_text("{}")  # what an older solution left
+    (folder / "registered.json").write_text(json.dumps({SECTION: "an older solution"}))
+    gradebook.prepare(folder, [SECTION], OPTIONS)
+    assert nbformat.read(release, as_version=4).cells
+
+
+def test_the_copy_a_worker_starts_from_holds_the_registered_sections(prepared, tmp_path):
+    copied = gradebook.sections_copy(str(prepared), str(tmp_path / "worker"))
+    assert copied == tmp_path / "worker"
+    assert (copied / "gradebook.db").read_bytes() == (prepared / "gradebook.db").read_bytes()
+    assert (copied / "release" / SECTION / f"{SECTION}.ipynb").read_bytes() == \
+        (prepared / "release" / SECTION / f"{SECTION}.ipynb").read_bytes()
+    gradebook.sections_copy(prepared, copied)  # a worker's folder used before: copied over
+    assert (copied / "gradebook.db").is_file()
+
+
+def test_the_folder_s_config_grades_as_the_last_run_did(folder, monkeypatch):
+    """What nbgrader_config.py sets up, here read in this process: the last run's options, its
+    kernels started fresh in their sandbox, the kernels' set-up cell pointed at this checkout."""
+    from traitlets.config import Config
+    monkeypatch.setenv("COURSE_ROOT", "elsewhere")
+    monkeypatch.setenv("JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))  # the kernel spec goes first on it
+    (folder / gradebook.OPTIONS).write_text(json.dumps({"timeout": 7, "memory_mb": 1536, "sandboxed": False}))
+    config = Config()
+    gradebook.configure(config, folder / "nbgrader_config.py")
+    assert os.environ["COURSE_ROOT"] == str(gradebook.ROOT)
+    assert config.CourseDirectory.root == str(folder)
+    assert config.CourseDirectory.db_url == f"sqlite:///{folder / 'gradebook.db'}"
+    assert config.Execute.timeout == 7 and config.KernelManager.ip == str(folder / "sockets" / "k")
+    spec = json.loads((folder / "fresh" / "share" / "kernels" / config.Execute.kernel_name / "kernel.json").read_text())
+    assert spec["argv"][-3:] == [str(folder / "fresh" / "sandbox.json"), "-f", "{connection_file}"]
+    settings = json.loads((folder / "fresh" / "sandbox.json").read_text())
+    assert settings["sandboxed"] is False and settings["limits"]["memory_mb"] == 1536
+    assert settings["sockets"] == str(folder / "sockets")
 
 
 def test_preparing_again_registers_only_a_changed_section(prepared, tmp_path, monkeypatch):
@@ -128,6 +198,26 @@ def test_each_written_answer_is_followed_by_its_mark_scheme_which_the_feedback_d
     assert len(marked.cells) == cells + 3
     dropped, _ = gradebook.DropMarkSchemes().preprocess(marked, resources)
     assert len(dropped.cells) == cells and not any("For the grader" in c.source for c in dropped.cells)
+    # a written answer the solution does not have (a student's copy of an answer cell) gets no scheme
+    notebook = nbformat.read(release_notebook(SECTION), as_version=4)
+    extra = copy.deepcopy(next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == FIRST))
+    extra.metadata.nbgrader.grade_id = "my_own_answer"
+    notebook.cells.append(extra)
+    marked = gradebook.with_mark_schemes(notebook, SECTION)
+    assert len(marked.cells) == cells + 1 + 3 and marked.cells[-1] is extra
+
+
+def test_a_graded_notebook_without_an_answer_or_a_result_without_a_check_loses_no_grade(folder):
+    """A stand-in for a worker's result that is short of something: the first answer's cell is not
+    in its graded notebook, and it scores no check. The answer waits; each check gets 0."""
+    result = _graded("ada", answers={FIRST: "an answer"})
+    graded = nbformat.reads(result["graded_files"]["autograded"], as_version=4)
+    graded.cells = [c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") != FIRST]
+    result["graded_files"]["autograded"] = nbformat.writes(graded)
+    gradebook.record(folder, {**result, "tasks": []})
+    grades = _grades(folder, "ada")
+    assert grades[FIRST] == (None, None, True)
+    assert grades["test_split_heads"] == grades["test_merge_heads"] == (0.0, None, False)
 
 
 def test_a_failed_submission_adds_its_student_and_nothing_else(folder):
@@ -160,15 +250,27 @@ def test_an_answer_handed_in_as_released_gets_nothing_and_waits_for_nobody(folde
     gradebook.record(folder, _graded("ben", answers={FIRST: "an answer"}))
     _enter(folder, "ben", FIRST, 2.0)
     assert _grades(folder, "ben")[SECOND] == (0.0, None, False)
+    _enter(folder, "ben", SECOND, 1.0)  # points given by hand for an answer as released
+    gradebook.record(folder, _graded("ben", answers={FIRST: "an answer"}))
+    assert _grades(folder, "ben")[SECOND] == (0.0, 1.0, False)  # kept: the answer did not change
     # ben hands in again with his first answer put back as released: the grade it had goes
     gradebook.record(folder, _graded("ben", answers={SECOND: "now written"}))
     grades = _grades(folder, "ben")
     assert grades[FIRST] == (0.0, None, False)
-    assert grades[SECOND] == (None, None, True)
+    assert grades[SECOND] == (None, 1.0, True)  # now written: waiting, the points given before shown
 
 
 def test_without_a_gradebook_nothing_was_graded_by_hand(tmp_path):
     assert gradebook.manual_grades(tmp_path) == {} and gradebook.written_progress(tmp_path) == []
+
+
+def test_a_section_nobody_handed_in_has_nothing_graded_and_nothing_waiting(tmp_path):
+    """A gradebook that knows only the second section (an older class folder, before the first
+    section was registered): the first is passed over, the second counted."""
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as book:
+        book.add_assignment(SECOND_SECTION)
+    assert gradebook.written_progress(tmp_path) == [
+        (SECOND_SECTION, question, 0, 0, 0, 0) for question in gradebook.written_questions(SECOND_SECTION)]
 
 
 def test_the_feedback_nbgrader_writes_in_the_folder_leaves_the_mark_schemes_out(folder):
@@ -197,28 +299,39 @@ def test_formgrader_and_export_refuse_a_folder_that_is_not_a_graded_class(verb, 
 
 def test_export_writes_the_grades_and_report_with_the_grades_entered_by_hand(folder, capsys):
     import csv
-    result = _graded("ada", answers={q: "an answer" for q in (FIRST, SECOND, THIRD)}, scores={"test_split_heads": 2.0})
-    gradebook.record(folder, result)
-    (folder / "results.json").write_text(json.dumps({"ada/ada_01-heads.ipynb": {
-        **result, "score": 2.0, "max_score": 11.0, "repairs": [], "interrupted": [], "flags": []}}))
+    stored = {}
+    for student in ("ada", "ben"):
+        result = _graded(student, answers={q: "an answer" for q in (FIRST, SECOND, THIRD)},
+                         scores={"test_split_heads": 2.0})
+        gradebook.record(folder, result)
+        stored[f"{student}/{student}_01-heads.ipynb"] = {
+            **result, "score": 2.0, "max_score": 11.0, "repairs": [], "interrupted": [], "flags": []}
+    (folder / "results.json").write_text(json.dumps(stored))
     _enter(folder, "ada", FIRST, 1.5)
+    _enter(folder, "ben", FIRST, 0.5)
     assert main(["export", str(folder)]) == 0
-    assert "written answers waiting for a grade: 2" in capsys.readouterr().out
-    [row] = csv.DictReader((folder / "grades.csv").open())
-    assert row[f"{SECTION}:{FIRST}"] == "1.5" and row["total"] == "3.5"
-    assert row["waiting"] == f"{SECTION}:{SECOND}; {SECTION}:{THIRD}"
+    assert "written answers waiting for a grade: 4" in capsys.readouterr().out
+    rows = {row["student"]: row for row in csv.DictReader((folder / "grades.csv").open())}
+    assert rows["ada"][f"{SECTION}:{FIRST}"] == "1.5" and rows["ada"]["total"] == "3.5"
+    assert rows["ada"]["waiting"] == f"{SECTION}:{SECOND}; {SECTION}:{THIRD}"
     report = (folder / "report.html").read_text()
-    assert f"<td>{SECTION}</td><td>{FIRST}</td><td>1</td><td>0</td><td>1.5 / 2</td>" in report
+    # the mean of the grades given; a question nobody has graded yet shows 0, the rows one after another
+    assert (f"<tr><td>{SECTION}</td><td>{FIRST}</td><td>2</td><td>0</td><td>1.0 / 2</td></tr>"
+            f"<tr><td>{SECTION}</td><td>{SECOND}</td><td>0</td><td>2</td><td>0.0 / 2</td></tr>") in report
+    # the commands that go on from here name this folder
+    assert f"python -m grader formgrader {folder}</code>" in report
+    assert f"python -m grader export {folder}</code>" in report
 
 
 def test_grades_entered_for_the_demo_never_overwrite_a_graders(folder):
     gradebook.record(folder, _graded("ada", answers={FIRST: "an answer", SECOND: "another"}))
     _enter(folder, "ada", FIRST, 0.5)
-    entered = gradebook.enter_grades(folder, [("ada", SECTION, FIRST, 2.0), ("ada", SECTION, SECOND, 2.0),
-                                              ("nobody", SECTION, FIRST, 2.0)])
-    assert entered == 1
+    entered = gradebook.enter_grades(folder, [("nobody", SECTION, FIRST, 2.0), ("ada", SECTION, FIRST, 2.0),
+                                              ("ada", SECTION, SECOND, 2.0), ("ada", SECTION, THIRD, 1.0)])
+    assert entered == 2
     grades = _grades(folder, "ada")
     assert grades[FIRST] == (None, 0.5, False) and grades[SECOND] == (None, 2.0, False)
+    assert grades[THIRD] == (0.0, 1.0, False)
 
 
 @pytest.mark.nbgrader

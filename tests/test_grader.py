@@ -258,6 +258,25 @@ def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp
     assert {t["message"] for t in fourth["tasks"]} == {"not graded: its check cell did not run"}
 
 
+def test_a_worker_sends_the_last_submission_as_handed_in_and_as_graded(tmp_path, monkeypatch):
+    """The files `grader autograde` puts in the class's folder, as a worker's course has them;
+    nbgrader's run stands in, leaving the solution as the graded notebook."""
+    section = "05-block"
+    course = grading.GradingCourse(tmp_path / "course", warm=False)
+
+    def autograde(assignment, student, **options):
+        folder = course.folder / "autograded" / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(solution_notebook(assignment), folder / f"{assignment}.ipynb")
+        return {"success": True, "log": "", "error": ""}
+    monkeypatch.setattr(course.api, "autograde", autograde)
+    monkeypatch.setattr(course, "_record", lambda *args: None)
+    course.grade(release_notebook(section))  # the default student, as `grader check` grades
+    files = course.graded_files(section)
+    assert files["autograded"] == solution_notebook(section).read_text()
+    assert nbformat.reads(files["submitted"], as_version=4) == nbformat.read(release_notebook(section), as_version=4)
+
+
 PASTED_PARTS = """class MultiHead(nn.Module):  # pasted from section 1, with its bug
     def __init__(self, d_model, heads):
         super().__init__()
