@@ -6,14 +6,20 @@ other in one run, by
 2. `grader autograde` with 1 worker and fresh kernels (as before grader.warm_kernel existed);
 3. `grader autograde` with all cores and no sandbox (as before grader.sandbox existed);
 4. `grader autograde` with 1 worker (kernels forked from a warm process);
-5. `grader autograde` with all cores.
+5. `grader autograde` with all cores;
+6. `grader autograde --scheduler` on a Dask cluster of as many workers on this machine
+   (grader.cluster; the cluster is started before the clock, as an instructor's would be).
 
 Every configuration uses the same cell timeout. The times of `grader autograde` include what
 plain nbgrader does not do: feedback pages, grades.csv and the class report. With --rounds K,
-configurations 4 and 5 take turns K times and the table gives their medians: the speed-up from
+configurations 4, 5 and 6 take turns K times and the table gives their medians: the speed-up from
 more workers is a ratio of two runs, and on a shared machine one pair of runs can be off by more
 than the difference being measured. Each run's CPU seconds (the whole machine's) and its seconds outside
 notebooks (start, end, idle workers) say where a speed-up short of the worker count goes.
+
+From the Dask runs, the projection for a class of 35,000 notebooks on 10, 50 and 200 workers: the
+CPU seconds per notebook, and the scheduler's own seconds per task, measured with tasks that do
+nothing.
 
 Then, where the time of one graded notebook goes, for each section's solution graded alone with
 fresh and with warm kernels, in their sandboxes and without: starting the kernel (interpreter, ipykernel; measured apart), the
@@ -104,6 +110,46 @@ def ours(submissions, work, name, timeout, **options):
     results = autograde([submissions], work / name, timeout=timeout, echo=lambda line: None, **options)
     seconds, cores = time.perf_counter() - start, load.cores(everyone=True)
     return seconds, [r["seconds"] for r in results.values()], cores, _cpu_seconds(seconds, cores)
+
+
+def on_dask(submissions, work, name, timeout, workers):
+    """`ours` on a Dask cluster of `workers` processes of one thread on this machine."""
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        return ours(submissions, work, name, timeout, scheduler=cluster.scheduler_address)
+
+
+def _nothing(i):
+    return i
+
+
+def scheduler_seconds_per_task(workers, tasks=2000):
+    """Seconds per task of a cluster of `workers` running tasks that do nothing: what Dask itself
+    spends per notebook (scheduling, messages), measured, not assumed."""
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        client.gather(client.map(_nothing, range(100), pure=False))  # connections made, code shipped
+        start = time.perf_counter()
+        client.gather(client.map(_nothing, range(tasks), pure=False))
+        return (time.perf_counter() - start) / tasks
+
+
+CLASS_SIZE = 35_000  # notebooks: 5,000 students, 7 sections
+
+
+def projection(cpu_per_notebook, per_task, start):
+    """Hours to grade CLASS_SIZE notebooks on 10, 50 and 200 one-core workers: the notebooks' CPU
+    shared by the workers, unless the scheduler, handing out one task at a time, is slower; plus
+    the start of the workers' courses."""
+    rows = []
+    for workers in (10, 50, 200):
+        grading = CLASS_SIZE * cpu_per_notebook / workers
+        scheduling = CLASS_SIZE * per_task
+        rows.append({"workers": workers, "notebooks' CPU per worker (h)": f"{grading / 3600:.2f}",
+                     "scheduler, all tasks (h)": f"{scheduling / 3600:.3f}",
+                     "class (h)": f"{(max(grading, scheduling) + start) / 3600:.2f}"})
+    return rows
 
 
 def _cpu_seconds(seconds, cores):
@@ -229,16 +275,21 @@ def main(argv=None):
         runs = {"plain nbgrader, sequential": plain_nbgrader(submissions, work, args.timeout)}
         print(f"plain nbgrader: {runs['plain nbgrader, sequential'][0]:.0f} s")
         one, many = "grader, 1 worker", f"grader, {args.workers} workers"
+        dask = f"grader, {args.workers} Dask workers"
         plan = [("grader, 1 worker, fresh kernels", {"workers": 1, "warm": False}),
                 (f"{many}, no sandbox", {"workers": args.workers, "sandboxed": False})]
-        plan += [(one, {"workers": 1}), (many, {"workers": args.workers})] * args.rounds
+        plan += [(one, {"workers": 1}), (many, {"workers": args.workers}), (dask, None)] * args.rounds
         rounds = {}
         for turn, (name, options) in enumerate(plan):
             folder_name = f"{turn}_" + name.replace(" ", "_").replace(",", "")
-            rounds.setdefault(name, []).append(ours(submissions, work, folder_name, args.timeout, **options))
+            measured = (ours(submissions, work, folder_name, args.timeout, **options) if options is not None
+                        else on_dask(submissions, work, folder_name, args.timeout, args.workers))
+            rounds.setdefault(name, []).append(measured)
             print(f"{name}: {rounds[name][-1][0]:.0f} s")
+        per_task = scheduler_seconds_per_task(args.workers)
     speedups = [a[0] / b[0] for a, b in zip(rounds[one], rounds[many])]
-    workers = {name: args.workers if name.startswith(many) else 1 for name in rounds}
+    overheads = [d[0] / b[0] for b, d in zip(rounds[many], rounds[dask])]
+    workers = {name: args.workers if name.startswith((many, dask)) else 1 for name in rounds}
     for name, measured in rounds.items():  # each column's median over the rounds
         summed = [sum(m[1]) for m in measured]
         runs[name] = (statistics.median(m[0] for m in measured), [s for m in measured for s in m[1]],
@@ -276,7 +327,25 @@ def main(argv=None):
             "workers, grow when two notebooks share the machine (each waits for a core now and then), "
             "and what is outside notebooks (class seconds minus the summed seconds per worker: the "
             "start, mostly the warm-kernel server's imports, the end, and a worker idle while the "
-            "other finishes its last notebook) is not shared at all."]
+            "other finishes its last notebook) is not shared at all.", "",
+            f"### Grading on a Dask cluster ({args.workers} workers on this machine, then a class of "
+            f"{CLASS_SIZE:,} notebooks)", "",
+            "Each round's Dask run against the local pool's: "
+            + ", ".join(f"{d[0]:.0f} s / {b[0]:.0f} s = {ratio:.3f}" for b, d, ratio in zip(rounds[many], rounds[dask], overheads))
+            + f"; Dask's overhead, the median: {100 * (statistics.median(overheads) - 1):+.1f}% (at most +10% wanted).",
+            "", f"Dask's own seconds per task, {args.workers} workers running 2,000 tasks that do nothing: "
+            f"{per_task * 1000:.2f} ms.", ""]
+    cpu_per_notebook = runs[dask][3] / count
+    start = runs[dask][5]
+    body += [table(projection(cpu_per_notebook, per_task, start), ["workers", "notebooks' CPU per worker (h)",
+                                                                  "scheduler, all tasks (h)", "class (h)"]), "",
+             f"From this run: {cpu_per_notebook:.2f} CPU seconds per notebook (the Dask runs' whole-machine CPU "
+             f"seconds over {count} notebooks: the sample class's mix, broken and endless ones included), "
+             f"{per_task * 1000:.2f} ms of Dask per task, and {start:.0f} s outside notebooks (the workers' "
+             "courses starting, the last notebook alone). Each worker is taken to have a core of this "
+             "machine's speed, and the scheduler to hand out one task at a time; the instructor's "
+             "machine writes each result into the class folder meanwhile, a few milliseconds each "
+             "(outside notebooks here)."]
     if not args.skip_breakdown:
         for warm, sandboxed in ((False, True), (True, True), (False, False), (True, False)):
             detail = breakdown(warm, args.timeout, [s for s in SECTIONS if not sections or s in sections], sandboxed)

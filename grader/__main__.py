@@ -11,13 +11,16 @@ def autograde(args):
     holding a folder per student, or the zip an LMS hands out. Re-running grades only new or
     changed submissions. A submission that cannot be graded scores 0 with the reason recorded.
     Example: python -m grader autograde submissions.zip --out graded --workers 2
+    On a Dask cluster (README, "Grading on a cluster"):
+             python -m grader autograde submissions.zip --out graded --scheduler tcp://head:8786
     """
-    from grader.autograde import autograde as grade_class
+    from grader.autograde import ClusterError, autograde as grade_class
     from grader.sandbox import Unavailable
     try:
         results = grade_class(args.inputs, args.out, workers=args.workers, timeout=args.timeout,
                               memory_mb=args.memory_mb, pattern=args.pattern,
-                              warm=False if args.fresh_kernels else None, sandboxed=not args.no_sandbox)
+                              warm=False if args.fresh_kernels else None, sandboxed=not args.no_sandbox,
+                              scheduler=args.scheduler)
     except Unavailable as error:
         print(f"autograde will not run students' code unconfined: {error}. Install bubblewrap, or pass "
               "--no-sandbox to accept the risk (a submission can then read the solutions and reach "
@@ -26,6 +29,9 @@ def autograde(args):
     except (FileNotFoundError, ValueError) as error:  # a missing input or a pattern without ids
         print(f"cannot collect the submissions: {error}", file=sys.stderr)
         return 2
+    except ClusterError as error:
+        print(f"autograde stopped: {error}", file=sys.stderr)
+        return 1
     print(f"grades: {args.out}/grades.csv   feedback: {args.out}/feedback/   report: {args.out}/report.html\n"
           f"written answers: python -m grader formgrader {args.out}, then python -m grader export {args.out}")
     return 0 if results else 1
@@ -65,17 +71,16 @@ def export(args):
     totals, and the written answers still waiting for a grade.
     Example: python -m grader export graded
     """
-    import json
     from pathlib import Path
-    from grader.autograde import write_tables
+    from grader.autograde import load_results, write_tables
     from grader.gradebook import written_progress
     folder = Path(args.folder)
     store = folder / "results.json"
-    if not store.is_file() or not (folder / "gradebook.db").is_file():
+    results = load_results(store)  # a run killed before its end left them in results.jsonl alone
+    if not results or not (folder / "gradebook.db").is_file():
         print(f"{args.folder} is not a graded class: run `python -m grader autograde INPUT --out "
               f"{args.folder}` first", file=sys.stderr)
         return 2
-    results = json.loads(store.read_text())
     write_tables(folder, results)
     waiting = sum(row[3] for row in written_progress(folder))
     print(f"grades: {folder / 'grades.csv'}   report: {folder / 'report.html'}   "
@@ -240,6 +245,9 @@ def main(argv=None):
     grader_.add_argument("inputs", nargs="+", metavar="INPUT", help="folder or .zip of submissions")
     grader_.add_argument("--out", required=True, help="folder for grades.csv, feedback/ and report.html")
     grader_.add_argument("--workers", type=int, default=None, help="parallel graders (default: all cores)")
+    grader_.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                         help="grade on the workers of this Dask scheduler (e.g. tcp://head:8786) in place "
+                         "of --workers processes here")
     grader_.add_argument("--timeout", type=int, default=TIMEOUT, help=f"seconds a cell may run (default {TIMEOUT})")
     grader_.add_argument("--memory-mb", type=int, default=MEMORY_MB,
                          help=f"memory a kernel may use, in MB (default {MEMORY_MB})")

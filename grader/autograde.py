@@ -5,9 +5,11 @@ Each worker process owns a GradingCourse (its own nbgrader course folder and gra
 starts as a copy of the class's sections), so the workers never share a database; the main
 process alone writes their results into the class's gradebook.
 
-Results are saved after every submission in results.json, keyed by student and section with the
-submission's SHA-256: a re-run grades only what is new or changed, and an interrupted run loses
-nothing already graded.
+Results are kept in results.json, keyed by student and section with the submission's SHA-256:
+a re-run grades only what is new or changed. Each result is also appended to results.jsonl the
+moment it arrives, so an interrupted run loses nothing already graded; results.json is written
+whole once, at the end of the run (for a class of thousands, writing it after every notebook
+would take longer than the grading).
 """
 
 import csv
@@ -28,6 +30,11 @@ from grader.sandbox import MEMORY_MB, TIMEOUT
 # A file name's student id: what comes before the first "_" or ".", e.g. ada_01-heads.ipynb -> ada.
 # LMS exports differ; pass --pattern with a named group (?P<student>...) for yours.
 DEFAULT_PATTERN = r"^(?P<student>[^_.]+)"
+
+
+class ClusterError(Exception):
+    """The Dask cluster cannot grade (grader.cluster): its scheduler is out of reach or was lost,
+    or a worker refused. What was graded before is saved; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -146,18 +153,19 @@ def _failed(path, error, grader_failure=False):
 # --- the class side --------------------------------------------------------------------------
 
 def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=DEFAULT_PATTERN,
-              warm=None, sandboxed=True, echo=print):
+              warm=None, sandboxed=True, scheduler=None, echo=print):
     """Grade every submission under `inputs` not graded before; write the outputs under `out`.
     Every kernel runs in a sandbox (grader.sandbox); `sandboxed=False` runs submissions unconfined.
     `warm=False` starts every kernel from scratch instead of forking it (grader.warm_kernel); the
-    default forks on Linux only.
+    default forks on Linux only. `scheduler`: the address of a Dask scheduler whose workers grade
+    (grader.cluster) in place of `workers` processes on this machine.
 
     Returns the results of every submission, old and new.
     """
     from tqdm.auto import tqdm
     from grader.sandbox import check_available
     timeout, memory_mb = timeout or TIMEOUT, memory_mb or MEMORY_MB
-    if sandboxed:
+    if sandboxed and not scheduler:
         check_available()  # before anything is written: raises sandbox.Unavailable, saying why
     from grader import gradebook, release
     out = Path(out)
@@ -166,7 +174,7 @@ def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=D
     gradebook.prepare(out, release.sections_with_solutions(),
                       {"timeout": timeout, "memory_mb": memory_mb, "sandboxed": sandboxed})
     store = out / "results.json"
-    results = json.loads(store.read_text()) if store.is_file() else {}
+    results = load_results(store)
     versions = grading_versions([("timeout", timeout), ("memory_mb", memory_mb), ("sandboxed", sandboxed)])
     todo = []
     for submission in submissions:
@@ -185,18 +193,28 @@ def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=D
             # the workers' courses start from a copy of the class's sections, which no worker
             # reads while the main process writes the class's gradebook
             start = (gradebook.sections_copy(out, Path(template)), timeout, memory_mb, warm, sandboxed)
-
-            def new_pool():
-                return ProcessPoolExecutor(workers, initializer=_start_worker, initargs=start)
-            with tqdm(total=len(todo), unit="notebook", desc="grading") as bar:
-                for (key, _, digest), result in _longest_first(new_pool, todo, workers):
-                    _write_feedback(out, result)
-                    gradebook.record(out, result)
-                    result.update(sha256=digest, version=versions.get(result.get("section")))
-                    results[key] = result
-                    _save(store, results)  # after each one: an interrupted run loses nothing
-                    bar.write(_line(result))
-                    bar.update(1)
+            if scheduler:
+                from grader import cluster
+                graded = cluster.grade(scheduler, todo, start, versions, echo)
+            else:
+                def new_pool():
+                    return ProcessPoolExecutor(workers, initializer=_start_worker, initargs=start)
+                graded = _longest_first(new_pool, todo, workers)
+            journal = _journal(store)
+            try:
+                with tqdm(total=len(todo), unit="notebook", desc="grading") as bar, journal.open("a") as lines:
+                    for (key, _, digest), result in graded:
+                        _write_feedback(out, result)
+                        gradebook.record(out, result)
+                        result.update(sha256=digest, version=versions.get(result.get("section")))
+                        results[key] = result
+                        lines.write(json.dumps([key, result]) + "\n")
+                        lines.flush()  # after each one: an interrupted run loses nothing
+                        bar.write(_line(result))
+                        bar.update(1)
+            finally:
+                _save(store, results)
+                journal.unlink()
     write_tables(out, results)
     return results
 
@@ -266,6 +284,25 @@ def _section_index(path):
     """The section index a file's name points to (ada_06-tiny-transformer.ipynb -> 5), -1 if none."""
     hints = [i for i, section in enumerate(SECTIONS) if section in Path(path).name]
     return max(hints, default=-1)
+
+
+def _journal(store):
+    return store.with_suffix(".jsonl")
+
+
+def load_results(store):
+    """The results in `store` (results.json), with those its journal holds from a run stopped
+    before it wrote them there."""
+    results = json.loads(store.read_text()) if store.is_file() else {}
+    journal = _journal(store)
+    if journal.is_file():
+        for line in journal.read_text().splitlines():
+            try:
+                key, result = json.loads(line)
+            except ValueError:  # the last line, cut off where the run was killed
+                continue
+            results[key] = result
+    return results
 
 
 def _save(store, results):

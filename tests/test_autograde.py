@@ -478,21 +478,49 @@ def test_without_a_core_count_the_class_is_graded_by_one_worker(stand_in_class, 
     assert [workers for workers, _ in stand_in_class.pools] == [1]
 
 
-def test_results_are_saved_whole_after_every_notebook(stand_in_class, tmp_path, monkeypatch):
+def test_each_result_is_kept_as_it_arrives_and_results_json_written_once(stand_in_class, tmp_path, monkeypatch):
     hand_in = tmp_path / "class"
     for student in ("ada", "ben", "cyd"):
         _hand_in(hand_in, f"{student}_01-heads.ipynb", section="01-heads", scores={"split": 2})
-    saved = []
-    real_save = autograde._save
+    store = stand_in_class.out / "results.json"
+    kept, saves, real_line, real_save = [], [], autograde._line, autograde._save
 
-    def save(store, results):
-        real_save(store, results)
-        saved.append(sorted(json.loads(store.read_text())))
-    monkeypatch.setattr(autograde, "_save", save)
+    def line(result):  # the line printed once a result is kept
+        kept.append(sorted(autograde.load_results(store)))
+        return real_line(result)
+    monkeypatch.setattr(autograde, "_line", line)
+    monkeypatch.setattr(autograde, "_save", lambda *args: saves.append(args) or real_save(*args))
     stand_in_class(hand_in, workers=1)
-    assert [len(keys) for keys in saved] == [1, 2, 3]
-    text = (stand_in_class.out / "results.json").read_text()
-    assert text == json.dumps(json.loads(text), indent=1, sort_keys=True)
+    assert [len(keys) for keys in kept] == [1, 2, 3] and len(saves) == 1
+    assert not store.with_suffix(".jsonl").exists()  # all in results.json now
+    text = store.read_text()
+    assert len(json.loads(text)) == 3 and text == json.dumps(json.loads(text), indent=1, sort_keys=True)
+
+
+def test_a_run_stopped_or_killed_midway_loses_no_result(stand_in_class, tmp_path, monkeypatch):
+    hand_in = tmp_path / "class"
+    for student in ("ada", "ben", "cyd"):
+        _hand_in(hand_in, f"{student}_01-heads.ipynb", section="01-heads", scores={"split": 2})
+    store, real_line = stand_in_class.out / "results.json", autograde._line
+
+    def stop_at_the_second(result):
+        if result["student"] == "ben":
+            raise KeyboardInterrupt
+        return real_line(result)
+    monkeypatch.setattr(autograde, "_line", stop_at_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        stand_in_class(hand_in, workers=1)
+    assert sorted(json.loads(store.read_text())) == ["ada/ada_01-heads.ipynb", "ben/ben_01-heads.ipynb"]
+    # killed instead: results.json is older than the journal, whose last line was cut off
+    journal = store.with_suffix(".jsonl")
+    kept = json.loads(store.read_text())
+    store.write_text(json.dumps({"ada/ada_01-heads.ipynb": kept["ada/ada_01-heads.ipynb"]}))
+    journal.write_text(json.dumps(["ben/ben_01-heads.ipynb", kept["ben/ben_01-heads.ipynb"]]) + "\n" + '["cyd/cyd_01')
+    assert autograde.load_results(store) == kept
+    monkeypatch.setattr(autograde, "_line", real_line)
+    _, lines = stand_in_class(hand_in, workers=1)
+    assert lines == ["3 submissions, 2 already graded, 1 to grade"]
+    assert len(json.loads(store.read_text())) == 3 and not journal.exists()
 
 
 # --- the grade table -------------------------------------------------------------------------

@@ -194,7 +194,8 @@ def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
             "--write", "--benchmarks", str(path)]
     seconds = _run(grading, argv, monkeypatch)
     assert {"plain nbgrader, sequential", "grader, 1 worker, fresh kernels", "grader, 2 workers, no sandbox",
-            "grader, 1 worker", "grader, 2 workers", "breakdown fresh kernels", "breakdown warm kernels (forked)",
+            "grader, 1 worker", "grader, 2 workers", "grader, 2 Dask workers",
+            "breakdown fresh kernels", "breakdown warm kernels (forked)",
             "breakdown fresh kernels, no sandbox", "breakdown warm kernels (forked), no sandbox"} <= set(seconds)
     assert sum("grader check` of the 02-positions release" in k for k in seconds) == 2
     assert all(s > 0 for s in seconds.values())
@@ -202,7 +203,9 @@ def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
     assert "| plain nbgrader, sequential |" in section and "| 02-positions |" in section
     assert "| schema version, read in-process (grader) |" in section
     assert "| CPU seconds | notebooks' seconds, summed | outside notebooks |" in section
-    assert section.count(" s / ") == 2  # each round's speed-up
+    assert section.count(" s / ") == 4  # each round's speed-up, and Dask's time against the local pool's
+    assert "Dask's overhead, the median: " in section and "ms of Dask per task" in section
+    assert [r["workers"] for r in _table(section, "### Grading on a Dask cluster")] == ["10", "50", "200"]
     points = sum(c.metadata["nbgrader"]["points"] for c in nbformat.read(
         solution_notebook("02-positions"), as_version=4).cells
         if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade"))
@@ -256,6 +259,11 @@ def test_the_committed_grading_of_the_class_meets_its_targets():
     rows = {r["configuration"]: r for r in _table(_committed("grading"), "### Grading the sample class")}
     two = rows["grader, 2 workers"]
     assert float(two["vs plain nbgrader"].rstrip("x")) >= 3.0 and float(two["vs 1 worker"].rstrip("x")) >= 1.8
+
+
+def test_the_committed_grading_on_dask_costs_at_most_a_tenth_more_than_the_local_pool():
+    overhead = re.search(r"Dask's overhead, the median: ([+-]\d+\.\d)%", _committed("grading"))
+    assert float(overhead.group(1)) <= 10
 
 
 def test_the_committed_notebook_runs_are_within_their_budgets():

@@ -1,0 +1,141 @@
+"""Grading a class on a Dask cluster: `python -m grader autograde INPUT --out DIR --scheduler ADDRESS`.
+
+A Dask worker grades as one of autograde's local worker processes does: a grading course of its
+own (autograde._start_worker), with its warm-kernel server and its sandbox. `CourseOnWorker`, a
+Dask worker plugin, starts that course once per worker from the class's registered sections,
+which it carries as bytes. Nothing assumes a shared filesystem: each task takes a submission's
+bytes to its worker and brings back the result (scores, messages, the feedback page and the
+graded notebooks), which the instructor's process writes into DIR as on one machine.
+
+Each worker needs this course checkout and its environment (README, "Grading on a cluster"),
+and grades one notebook at a time: start one worker per core, each with `--nthreads 1`.
+"""
+
+import asyncio
+import io
+import tempfile
+import threading
+import zipfile
+from concurrent.futures import CancelledError
+from pathlib import Path
+
+from distributed import Client, WorkerPlugin, as_completed
+from distributed.client import FutureCancelledError
+from distributed.scheduler import KilledWorker
+
+from grader import autograde
+from grader.autograde import ClusterError
+
+
+class CourseOnWorker(WorkerPlugin):
+    """Starts the worker's grading course when the plugin reaches it, and refuses a worker whose
+    checkout or libraries would grade differently from the instructor's (`versions`)."""
+
+    name = "grading-course"  # registering it again (the next run) replaces it
+
+    def __init__(self, sections, options, versions):
+        self.sections = sections  # release/ and gradebook.db of the class's course folder, zipped
+        self.options = options    # autograde._start_worker's: timeout, memory_mb, warm, sandboxed
+        self.versions = versions  # autograde.grading_versions on the instructor's machine
+
+    async def setup(self, worker):
+        # In a thread: starting a course can take minutes the first time (the checks' results
+        # are recorded), and the worker must go on answering the scheduler meanwhile.
+        await asyncio.to_thread(self._start)
+
+    def _start(self):
+        here = autograde.grading_versions(_version_options(self.options))
+        if here != self.versions:
+            differ = sorted(str(s) for s in here if here[s] != self.versions.get(s))
+            raise RuntimeError(f"this worker's course checkout or libraries grade differently from the "
+                               f"instructor's (sections {', '.join(differ)}): update its checkout and "
+                               "install requirements.txt")
+        self.folder = tempfile.TemporaryDirectory(prefix="grading-course-")
+        with zipfile.ZipFile(io.BytesIO(self.sections)) as archive:
+            archive.extractall(self.folder.name)
+        autograde._start_worker(self.folder.name, *self.options)
+
+    def teardown(self, worker):
+        if autograde._course is not None:
+            autograde._course.close()
+            autograde._course = None
+        if hasattr(self, "folder"):
+            self.folder.cleanup()
+
+
+def _version_options(options):
+    """grading_versions' options for autograde._start_worker's (template left out)."""
+    timeout, memory_mb, _, sandboxed = options
+    return [("timeout", timeout), ("memory_mb", memory_mb), ("sandboxed", sandboxed)]
+
+
+_one_at_a_time = threading.Lock()  # one course per worker: a worker given several threads still grades serially
+
+
+def grade_sent(student, name, data):
+    """The task: grade the submission `data` (its bytes; `name`, its file name) on this worker.
+    Never raises, as autograde._grade."""
+    with _one_at_a_time:
+        if autograde._course is None:
+            return {**autograde._failed(name, "grader failure: this Dask worker has no grading course "
+                                              "(its log says why)", grader_failure=True),
+                    "student": student, "seconds": 0.0}
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / name
+            path.write_bytes(data)
+            return autograde._grade(student, str(path))
+
+
+def _zipped(folder):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(Path(folder).rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(folder))
+    return buffer.getvalue()
+
+
+def grade(address, todo, start, versions, echo=print):
+    """Grade `todo` ([(key, Submission, sha256)]) on the cluster whose scheduler is at `address`;
+    `start` are autograde._start_worker's arguments. Yields (item, result) as each finishes, later
+    sections first (they train a model and take longest).
+
+    A worker that dies mid-notebook has it graded again on another (the scheduler allows a task 3
+    such deaths); past that, the notebook is a grader failure, graded again next run. A scheduler
+    out of reach or lost, or a worker that cannot grade, raises ClusterError."""
+    template, *options = start
+    try:
+        client = Client(address)  # waits for it up to Dask's distributed.comm.timeouts.connect, 30 s
+    except (OSError, TimeoutError) as error:
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {error}") from None
+    try:
+        try:
+            client.register_plugin(CourseOnWorker(_zipped(template), tuple(options), versions))
+        except Exception as error:  # a worker's own error, raised again here
+            raise ClusterError(f"a Dask worker cannot grade: {type(error).__name__}: {error}") from None
+        workers = len(client.scheduler_info()["workers"])
+        echo(f"grading on the Dask cluster at {address}: {workers} workers now"
+             + (" (notebooks wait until one joins)" if not workers else ""))
+        jobs = {}
+        for item in todo:
+            _, submission, _ = item
+            job = client.submit(grade_sent, submission.student, submission.path.name, submission.path.read_bytes(),
+                                pure=False, priority=autograde._section_index(submission.path))
+            jobs[job] = item
+        for job in as_completed(jobs):
+            item = jobs.pop(job)
+            try:
+                result = job.result()
+            except KilledWorker:
+                result = {**autograde._failed(item[1].path, "grader failure: the Dask workers grading this notebook died "
+                                                 "each time", grader_failure=True),
+                          "student": item[1].student, "seconds": 0.0}
+            except (CancelledError, FutureCancelledError) as error:
+                raise ClusterError(f"the connection to the Dask scheduler at {address} was lost ({error}); "
+                                   f"{len(jobs) + 1} notebooks were not graded: run the same command "
+                                   "again to grade them") from None
+            job.release()
+            result["notebook"] = str(item[1].path)
+            yield item, result
+    finally:
+        client.close()
