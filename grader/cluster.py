@@ -130,7 +130,7 @@ def grade(address, todo, start, versions, echo=print):
                 result = {**autograde._failed(item[1].path, "grader failure: the Dask workers grading this notebook died "
                                                  "each time", grader_failure=True),
                           "student": item[1].student, "seconds": 0.0}
-            except (CancelledError, FutureCancelledError) as error:
+            except (CancelledError, FutureCancelledError, OSError) as error:  # OSError: Dask's CommClosedError
                 raise ClusterError(f"the connection to the Dask scheduler at {address} was lost ({error}); "
                                    f"{len(jobs) + 1} notebooks were not graded: run the same command "
                                    "again to grade them") from None
