@@ -39,6 +39,12 @@ class CourseOnWorker(WorkerPlugin):
         self.versions = versions  # autograde.grading_versions on the instructor's machine
 
     async def setup(self, worker):
+        # Dask's statistical profiler reads every thread's stack each 10 ms, CPU and the GIL taken
+        # from the notebook being graded; nobody reads its profiles of grading.
+        for name in ("profile", "profile-cycle"):
+            callback = worker.periodic_callbacks.pop(name, None)
+            if callback is not None:
+                callback.stop()
         # In a thread: starting a course can take minutes the first time (the checks' results
         # are recorded), and the worker must go on answering the scheduler meanwhile.
         await asyncio.to_thread(self._start)
