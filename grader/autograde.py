@@ -175,6 +175,9 @@ def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=D
                       {"timeout": timeout, "memory_mb": memory_mb, "sandboxed": sandboxed})
     store = out / "results.json"
     results = load_results(store)
+    if _journal(store).is_file():  # a killed run's: folded in first, so this run's lines never follow its cut-off one
+        _save(store, results)
+        _journal(store).unlink()
     versions = grading_versions([("timeout", timeout), ("memory_mb", memory_mb), ("sandboxed", sandboxed)])
     todo = []
     for submission in submissions:
