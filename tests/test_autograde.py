@@ -523,6 +523,59 @@ def test_a_run_stopped_or_killed_midway_loses_no_result(stand_in_class, tmp_path
     assert len(json.loads(store.read_text())) == 3 and not journal.exists()
 
 
+
+def test_a_run_killed_twice_keeps_the_results_of_both(stand_in_class, tmp_path, monkeypatch):
+    hand_in = tmp_path / "class"
+    for student in ("ada", "ben", "cyd"):
+        _hand_in(hand_in, f"{student}_01-heads.ipynb", section="01-heads", scores={"split": 2})
+    _, real_save = stand_in_class(hand_in, workers=1), autograde._save
+    store = stand_in_class.out / "results.json"
+    journal, kept = store.with_suffix(".jsonl"), json.loads(store.read_text())
+    # the first run was killed after ada and ben, the second line cut off; cyd still to grade
+    store.write_text(json.dumps({"ada/ada_01-heads.ipynb": kept["ada/ada_01-heads.ipynb"]}))
+    journal.write_text(json.dumps(["ben/ben_01-heads.ipynb", kept["ben/ben_01-heads.ipynb"]]) + "\n" + '["ben/ben_01')
+
+    class Killed(BaseException):
+        pass
+
+    def killed_before_writing_results_json(store_, results):
+        if len(results) == 3:  # the run's own save, after grading cyd: the kill comes first
+            raise Killed
+        real_save(store_, results)
+    monkeypatch.setattr(autograde, "_save", killed_before_writing_results_json)
+    with pytest.raises(Killed):
+        stand_in_class(hand_in, workers=1)
+    assert journal.exists() and sorted(autograde.load_results(store)) == sorted(kept)
+    assert sorted(json.loads(store.read_text())) == ["ada/ada_01-heads.ipynb", "ben/ben_01-heads.ipynb"]
+
+
+def test_on_a_cluster_the_submissions_go_to_its_scheduler_and_this_machine_needs_no_sandbox(
+        stand_in_class, tmp_path, monkeypatch):
+    from grader import cluster
+    hand_in = tmp_path / "class"
+    for student in ("ada", "ben"):
+        _hand_in(hand_in, f"{student}_01-heads.ipynb", section="01-heads", scores={"split": 2})
+    sent = []
+
+    def grade_on_the_cluster(address, todo, start, versions, echo):
+        sent.append((address, [key for key, _, _ in todo], start, versions))
+        echo("sent to the cluster")
+        autograde._course = stand_in_class.course
+        for item in todo:
+            yield item, autograde._grade(item[1].student, str(item[1].path))
+    monkeypatch.setattr(cluster, "grade", grade_on_the_cluster)
+    results, lines = stand_in_class(hand_in, scheduler="tcp://grading:8786", timeout=30, memory_mb=1024, warm=False)
+    assert stand_in_class.pools == [] and "sandbox checked" not in stand_in_class.started  # the workers check theirs
+    [(address, keys, (template, *options), versions)] = sent
+    assert address == "tcp://grading:8786" and keys == ["ada/ada_01-heads.ipynb", "ben/ben_01-heads.ipynb"]
+    assert options == [30, 1024, False, True] and stand_in_class.copies == [stand_in_class.out]
+    assert versions == autograde.grading_versions([("timeout", 30), ("memory_mb", 1024), ("sandboxed", True)])
+    assert lines == ["2 submissions, 0 already graded, 2 to grade", "sent to the cluster"]
+    assert [results[key]["score"] for key in keys] == [2.0, 2.0]
+    assert results[keys[0]]["version"] == versions["01-heads"]
+    assert json.loads((stand_in_class.out / "results.json").read_text()) == results
+
+
 # --- the grade table -------------------------------------------------------------------------
 
 def test_a_grader_failure_blanks_the_section_its_file_names_and_no_other(tmp_path):

@@ -91,15 +91,24 @@ def test_a_prepared_folder_is_an_nbgrader_course_of_the_checkout(prepared):
     assert listed.returncode == 0 and SECTION in listed.stdout, listed.stderr[-2000:]
 
 
-def test_a_section_is_registered_where_it_is_new_or_its_solution_changed(tmp_path, monkeypatch):
-    """A folder whose parent does not exist yet; nbgrader stands in, registering nothing."""
-    registered, outcome = [], {"success": True}
-
+@pytest.fixture
+def stand_in_nbgrader(monkeypatch):
+    """nbgrader's API registering nothing: `.registered` lists the sections it was asked to
+    register, `.outcome` is what it answers."""
     class API:
+        registered, outcome = [], {"success": True}
+
         def generate_assignment(self, section, **options):
-            registered.append(section)
-            return outcome
-    monkeypatch.setattr(gradebook, "_api", lambda folder: API())
+            self.registered.append(section)
+            return self.outcome
+    api = API()
+    monkeypatch.setattr(gradebook, "_api", lambda folder: api)
+    return api
+
+
+def test_a_section_is_registered_where_it_is_new_or_its_solution_changed(tmp_path, stand_in_nbgrader):
+    """A folder whose parent does not exist yet."""
+    registered = stand_in_nbgrader.registered
     folder = tmp_path / "fall 2026" / "class"
     gradebook.prepare(folder, [SECOND_SECTION, SECTION], OPTIONS)
     assert registered == [SECOND_SECTION, SECTION]
@@ -109,7 +118,7 @@ def test_a_section_is_registered_where_it_is_new_or_its_solution_changed(tmp_pat
     (folder / "release" / SECOND_SECTION).mkdir(parents=True)
     gradebook.prepare(folder, [SECOND_SECTION, SECTION], OPTIONS)
     assert registered == [SECOND_SECTION, SECTION, SECTION]
-    outcome = {"success": False, "error": "a broken source"}
+    stand_in_nbgrader.outcome = {"success": False, "error": "a broken source"}
     (folder / "registered.json").write_text("{}")
     with pytest.raises(RuntimeError, match=rf"^nbgrader could not register {SECOND_SECTION} in "
                                            rf"{re.escape(str(folder))}:\na broken source$"):
@@ -154,15 +163,9 @@ def test_the_folder_s_config_grades_as_the_last_run_did(folder, monkeypatch):
     assert settings["sockets"] == str(folder / "sockets")
 
 
-def test_preparing_again_registers_only_a_changed_section(prepared, tmp_path, monkeypatch):
+def test_preparing_again_registers_only_a_changed_section(prepared, tmp_path, stand_in_nbgrader):
     folder = shutil.copytree(prepared, tmp_path / "class")
-    registered = []
-
-    class API:
-        def generate_assignment(self, section, **options):
-            registered.append(section)
-            return {"success": True}
-    monkeypatch.setattr(gradebook, "_api", lambda folder: API())
+    registered = stand_in_nbgrader.registered
     gradebook.prepare(folder, [SECTION], {**OPTIONS, "timeout": 60})
     assert registered == []
     assert json.loads((folder / gradebook.OPTIONS).read_text()) == {**OPTIONS, "timeout": 60}  # the last run's
