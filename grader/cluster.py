@@ -103,8 +103,13 @@ def _zipped(folder):
 
 def grade(address, todo, start, versions, echo=print):
     """Grade `todo` ([(key, Submission, sha256)]) on the cluster whose scheduler is at `address`;
-    `start` are autograde._start_worker's arguments. Yields (item, result) as each finishes, later
-    sections first (they train a model and take longest).
+    `start` are autograde._start_worker's arguments. Yields (item, result) as each finishes.
+
+    The cluster holds one notebook per worker thread at a time, the next one chosen as the local
+    pool chooses (autograde._next: the longest expected first). Handed every notebook at once,
+    Dask queues a second one on each worker, and at the end of a class one worker's queued
+    notebook waits behind a long one while another worker idles. Workers that join take notebooks
+    as soon as one finishes.
 
     A worker that dies mid-notebook has it graded again on another (the scheduler allows a task 3
     such deaths); past that, the notebook is a grader failure, graded again next run. A scheduler
@@ -122,26 +127,37 @@ def grade(address, todo, start, versions, echo=print):
         workers = len(client.scheduler_info()["workers"])
         echo(f"grading on the Dask cluster at {address}: {workers} workers now"
              + (" (notebooks wait until one joins)" if not workers else ""))
-        jobs = {}
-        for item in todo:
-            _, submission, _ = item
-            job = client.submit(grade_sent, submission.student, submission.path.name, submission.path.read_bytes(),
-                                pure=False, priority=autograde._section_index(submission.path))
-            jobs[job] = item
-        for job in as_completed(jobs):
-            item = jobs.pop(job)
-            try:
-                result = job.result()
-            except KilledWorker:
-                result = {**autograde._failed(item[1].path, "grader failure: the Dask workers grading this notebook died "
-                                                 "each time", grader_failure=True),
-                          "student": item[1].student, "seconds": 0.0}
-            except (CancelledError, FutureCancelledError, OSError) as error:  # OSError: Dask's CommClosedError
-                raise ClusterError(f"the connection to the Dask scheduler at {address} was lost ({error}); "
-                                   f"{len(jobs) + 1} notebooks were not graded: run the same command "
-                                   "again to grade them") from None
-            job.release()
-            result["notebook"] = str(item[1].path)
-            yield item, result
+        waiting, running, seconds, finished, yielded = list(todo), {}, {}, as_completed(), 0
+
+        def hand_out():
+            threads = sum(client.nthreads().values())
+            while waiting and len(running) < max(threads, 1):
+                item = autograde._next(waiting, seconds)
+                waiting.remove(item)
+                _, submission, _ = item
+                job = client.submit(grade_sent, submission.student, submission.path.name,
+                                    submission.path.read_bytes(), pure=False)
+                running[job] = item
+                finished.add(job)
+        try:
+            hand_out()
+            for job in finished:
+                item = running.pop(job)
+                try:
+                    result = job.result()
+                except KilledWorker:
+                    result = {**autograde._failed(item[1].path, "grader failure: the Dask workers grading this "
+                                                  "notebook died each time", grader_failure=True),
+                              "student": item[1].student, "seconds": 0.0}
+                job.release()
+                seconds.setdefault(autograde._section_index(item[1].path), []).append(result["seconds"])
+                hand_out()  # before the result is written: no worker waits for the instructor's disk
+                result["notebook"] = str(item[1].path)
+                yielded += 1
+                yield item, result
+        except (CancelledError, FutureCancelledError, OSError) as error:  # OSError: Dask's CommClosedError
+            raise ClusterError(f"the connection to the Dask scheduler at {address} was lost ({error}); "
+                               f"{len(todo) - yielded} notebooks were not graded: run the same "
+                               "command again to grade them") from None
     finally:
         client.close()

@@ -152,6 +152,7 @@ def test_a_run_whose_scheduler_was_lost_is_completed_by_the_next(hand_in, on_one
         assert "run the same command again to grade them" in error
         graded = json.loads((out / "results.json").read_text())
         assert 3 <= len(graded) < len(STUDENTS)
+        assert f"; {len(STUDENTS) - len(graded)} notebooks were not graded: " in error
     finally:
         first.close()
     second = Cluster(tmp_path / "second")
@@ -165,6 +166,54 @@ def test_a_run_whose_scheduler_was_lost_is_completed_by_the_next(hand_in, on_one
     finally:
         second.close()
     assert _grades(out) == on_one_machine
+
+
+def test_the_cluster_grades_one_notebook_per_worker_at_a_time_the_longest_expected_first(tmp_path, monkeypatch):
+    """Workers that are threads of this process (LocalCluster(processes=False)), and a stand-in for
+    grading that takes 0.6 s for a section-7 notebook and 0.2 s for a section-1 one."""
+    from contextlib import nullcontext
+    from distributed import LocalCluster
+    from grader import cluster
+    seconds, busy, handed_out, lock = {"07-banking77": 0.6, "01-heads": 0.2}, [0, 0], [], threading.Lock()
+
+    def grade(student, path):
+        section = Path(path).stem
+        with lock:
+            busy[0] += 1
+            busy[1] = max(busy)
+            handed_out.append(section)
+        time.sleep(seconds[section])
+        with lock:
+            busy[0] -= 1
+        return {"student": student, "seconds": seconds[section], "error": ""}
+
+    class Course:
+        def close(self):
+            pass
+    monkeypatch.setattr(autograde, "_grade", grade)
+    monkeypatch.setattr(autograde, "_start_worker", lambda *options: None)
+    monkeypatch.setattr(autograde, "_course", Course())
+    monkeypatch.setattr(cluster, "_one_at_a_time", nullcontext())  # one lock, shared by these workers
+    todo = []
+    for student in "abcdefgh":
+        for section in ("01-heads", "07-banking77"):
+            (tmp_path / student).mkdir(exist_ok=True)
+            (tmp_path / student / f"{section}.ipynb").write_text("{}")
+            todo.append((f"{student}/{section}", autograde.Submission(student, tmp_path / student / f"{section}.ipynb"), ""))
+    options = (30, 1024, False, True)
+    versions = autograde.grading_versions(cluster._version_options(options))
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as local:
+        start = time.perf_counter()
+        graded = list(cluster.grade(local.scheduler_address, todo, (tmp_path, *options), versions, lambda line: None))
+        took = time.perf_counter() - start
+    assert sorted(item[0] for item, _ in graded) == sorted(key for key, _, _ in todo)
+    assert busy[1] == 2  # both workers busy, never more than one notebook each
+    assert took < 0.8 * 8 * (0.6 + 0.2)  # 6.4 s one at a time; 3.2 s on two workers
+    # as the local pool: the later section first; once a notebook of it is done, the untimed
+    # section (one or two of it, as the first two finish together); then the longer one's
+    assert handed_out[:2] == ["07-banking77"] * 2
+    short = [i for i, section in enumerate(handed_out) if section == "01-heads"]
+    assert max(i for i, section in enumerate(handed_out) if section == "07-banking77") < short[3], handed_out
 
 
 def test_a_scheduler_out_of_reach_stops_the_run_saying_where(hand_in, tmp_path, capsys):
