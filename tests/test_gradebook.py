@@ -96,7 +96,8 @@ def stand_in_nbgrader(monkeypatch):
     """nbgrader's API registering nothing: `.registered` lists the sections it was asked to
     register, `.outcome` is what it answers."""
     class API:
-        registered, outcome = [], {"success": True}
+        def __init__(self):
+            self.registered, self.outcome = [], {"success": True}
 
         def generate_assignment(self, section, **options):
             self.registered.append(section)
