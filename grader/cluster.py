@@ -152,7 +152,7 @@ def grade(address, todo, start, versions, echo=print):
                 except RuntimeError as error:  # grade_sent never raises: Dask's own, first the scheduler's
                     raise ClusterError(f"the Dask scheduler at {address} cannot read the grading tasks: "
                                        "start it in this course's checkout, with its environment (README, "
-                                       f"\"Grading on a cluster\"). Dask says: {str(error).splitlines()[0]}") from None
+                                       f"\"Grading on a cluster\"). Dask says: {str(error).split('. ')[0]}.") from None
                 job.release()
                 seconds.setdefault(autograde._section_index(item[1].path), []).append(result["seconds"])
                 hand_out()  # before the result is written: no worker waits for the instructor's disk

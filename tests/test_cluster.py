@@ -235,6 +235,7 @@ def test_a_scheduler_started_outside_the_checkout_stops_the_run_saying_where_to_
     error = capsys.readouterr().err
     assert f"autograde stopped: the Dask scheduler at {address} cannot read the grading tasks: start it in " \
            "this course's checkout" in error and "Traceback" not in error
+    assert error.rstrip().endswith(". Dask says: Error during deserialization of the task graph.")
     assert not json.loads((tmp_path / "graded" / "results.json").read_text())  # nobody graded, nobody given 0
 
 
