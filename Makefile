@@ -68,8 +68,19 @@ $(COLAB_VENV)/.installed: platforms/colab.txt
 demo: $(VENV)/.installed bubblewrap
 	$(BIN)/python -m grader demo
 
+# pytest's exit code 5 means it collected nothing: the suite has gone missing, and that is a failure.
+define pytest_stage
+$(1) || { status=$$?; [ $$status -ne 5 ] || echo "make test: pytest collected no $(2): the suite has gone missing" >&2; exit $$status; }
+endef
+
+# Two stages. First the suite spread over the cores, one thread per process: every notebook is
+# replayed as its outputs were stored, and two workers never fight over the cores. Then the tests
+# marked `alone`, one at a time on every core: the trained sections replayed as a student's kernel
+# runs them, on all threads.
 test: $(VENV)/.installed bubblewrap chromium $(if $(filter colab,$(PLATFORMS)),$(COLAB_VENV)/.installed)
-	$(if $(filter colab,$(PLATFORMS)),COLAB_PYTHON=$(COLAB_VENV)/bin/python) $(BIN)/python -m pytest $(PYTEST_ARGS) --nbval tests $(NOTEBOOKS)
+	$(call pytest_stage,$(if $(filter colab,$(PLATFORMS)),COLAB_PYTHON=$(COLAB_VENV)/bin/python) OMP_NUM_THREADS=1 \
+		$(BIN)/python -m pytest $(PYTEST_ARGS) -m "not alone" --nbval tests $(NOTEBOOKS),tests)
+	$(call pytest_stage,$(BIN)/python -m pytest -p no:cacheprovider -m alone tests,tests marked alone)
 
 # Mutation testing: mutmut mutates ticketnet.py and grader/{autograde,gradebook,grading,repair,report}.py one
 # change at a time and runs the fast tests that cover each change (setup.cfg [mutmut] says which).

@@ -1,9 +1,11 @@
 """The notebooks as files: nbgrader structure, the set-up cell, and a release in sync with the
 solutions that gives nothing away. (nbval replays the solution notebooks themselves.)"""
 
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -15,6 +17,7 @@ import replay
 from replay import Tolerance
 
 SECTIONS = release.sections_with_solutions()
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def read(path):
@@ -35,6 +38,19 @@ def test_the_first_code_cell_is_the_course_setup_cell(section):
         first = next(c for c in read(path).cells if c.cell_type == "code")
         assert first.source == setup_cell.SOURCE, f"{path}: the set-up cell differs from grader/setup_cell.py"
         assert setup_cell.TAG in first.metadata.get("tags", [])
+
+
+@pytest.mark.parametrize("graded", [True, False], ids=["graded", "not graded"])
+def test_the_set_up_cell_keeps_one_thread_only_when_graded(graded, tmp_path):
+    """Graded kernels run side by side, one per core, so each keeps to one thread; a student's
+    kernel keeps PyTorch's default (here two threads, as OMP_NUM_THREADS says)."""
+    env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
+    env.update(COURSE_ROOT=str(ROOT), OMP_NUM_THREADS="2", **({"NBGRADER_EXECUTION": "autograde"} if graded else {}))
+    code = setup_cell.SOURCE + "\nprint('threads', torch.get_num_threads())"
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1] == f"threads {1 if graded else 2}", run.stdout
 
 
 @pytest.mark.parametrize("section", SECTIONS)

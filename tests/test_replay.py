@@ -183,6 +183,21 @@ def test_trained_section_replays_under_another_cpu_code_path(section):
     assert code == 0, f"{section} under {lower}:\n{report[-6000:]}"
 
 
+@pytest.mark.alone
+@pytest.mark.parametrize("section", TRAINED)
+def test_trained_section_replays_on_two_threads(section):
+    """A student's kernel trains on every core (the set-up cell keeps to one thread only when
+    graded), while the outputs were stored on one: the numbers must still replay within the cells'
+    tolerances. Marked `alone`: it needs both cores, which `make test` gives it after the rest."""
+    env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
+    env["OMP_NUM_THREADS"] = "2"
+    threads = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"], env=env,
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert threads == "2", f"PyTorch ignored OMP_NUM_THREADS=2 ({threads} threads)"
+    code, report = _nbval(solution_notebook(section), env)
+    assert code == 0, f"{section} on two threads:\n{report[-6000:]}"
+
+
 def test_prints_cut_into_other_messages_compare_alike():
     """The kernel may send a cell's prints as one message or several, depending on when it flushed."""
     def stream(text, name="stdout"):
