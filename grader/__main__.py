@@ -151,10 +151,12 @@ def check(args):
 
     Works on any copy of a section notebook, wherever it lies; the section is found from the
     notebook. Prints a table of tasks, points and failure messages (--json: one JSON object).
+    The grading runs in a server kept warm for the next check (grader/check_server.py), which
+    stops after 15 idle minutes; --no-server grades in this process.
     Example: python -m grader check notebooks/01-heads/01-heads.ipynb
     """
     import json
-    from grader.grading import GradingCourse, NotGradable
+    from grader import check_server
     from grader.sandbox import Unavailable, check_available
     try:
         check_available()
@@ -162,12 +164,25 @@ def check(args):
     except Unavailable as error:  # your own code on your own machine: as in Jupyter
         print(f"not sandboxed ({error}): the notebook runs as you, as it does in Jupyter", file=sys.stderr)
         sandboxed = False
-    try:
-        course = GradingCourse(timeout=args.timeout, warm=False if args.fresh_kernels else None, sandboxed=sandboxed)
-        result = course.grade(args.notebook)
-    except NotGradable as error:
-        print(f"cannot grade {args.notebook}: {error}", file=sys.stderr)
-        return 2
+    options = {"timeout": args.timeout, "fresh_kernels": args.fresh_kernels, "sandboxed": sandboxed}
+    result = None
+    if not args.no_server:
+        try:
+            result = check_server.grade(args.notebook, options)
+        except check_server.Unusable as error:
+            print(f"{error}: grading in this process", file=sys.stderr)
+        except check_server.NotGradable as error:
+            print(f"cannot grade {args.notebook}: {error}", file=sys.stderr)
+            return 2
+    if result is None:  # imported only here: torch alone takes 1.5 s, a third of a warm check
+        from grader.grading import GradingCourse, NotGradable
+        try:
+            course = GradingCourse(timeout=args.timeout, warm=False if args.fresh_kernels else None,
+                                   sandboxed=sandboxed)
+            result = course.grade(args.notebook)
+        except NotGradable as error:
+            print(f"cannot grade {args.notebook}: {error}", file=sys.stderr)
+            return 2
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -186,6 +201,13 @@ def check(args):
     print(f"score {result['score']:g}/{result['max_score']:g} "
           f"(+ {result['written_max_score']:g} points of written answers, graded by hand)")
     return 0
+
+
+def serve_checks(args):
+    """Run the warm check server of KEY (grader/check_server.py)."""
+    import json
+    from grader import check_server
+    return check_server.serve(args.key, json.loads(args.options))
 
 
 def publish(args):
@@ -283,7 +305,14 @@ def main(argv=None):
     checker.add_argument("--json", action="store_true", help="print one JSON object")
     checker.add_argument("--timeout", type=int, default=TIMEOUT, help=f"seconds per cell (default {TIMEOUT})")
     _fresh_kernels_option(checker)
+    checker.add_argument("--no-server", action="store_true",
+                         help="grade in this process, not in the warm check server (grader/check_server.py) "
+                         "that keeps the libraries loaded between checks")
     checker.set_defaults(run=check)
+    server = verbs.add_parser("check-server", help="the warm server behind `check` (started by it, not by hand)")
+    server.add_argument("key")
+    server.add_argument("options", help="the check's options, as JSON")
+    server.set_defaults(run=serve_checks)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -21,6 +21,25 @@ def banking77_dir():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def own_check_servers(tmp_path_factory):
+    """The warm servers behind `grader check` (grader/check_server.py) that this session starts
+    live in a runtime folder of its own, never the user's, and stop when the session ends."""
+    from grader import check_server
+    saved = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("runtime"))
+    try:
+        yield
+    finally:
+        try:
+            check_server.stop()
+        finally:
+            if saved is None:
+                os.environ.pop("XDG_RUNTIME_DIR")
+            else:
+                os.environ["XDG_RUNTIME_DIR"] = saved
+
+
+@pytest.fixture(scope="session", autouse=True)
 def checks_recorded_before_mutants():
     """Under mutmut, record the checks' results (grader.publish.kernel_references) from the code as
     written before any test grades. The recording is a child process: with MUTANT_UNDER_TEST
