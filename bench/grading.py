@@ -14,7 +14,8 @@ Every configuration uses the same cell timeout. The times of `grader autograde` 
 plain nbgrader does not do: feedback pages, grades.csv and the class report. With --rounds K,
 configurations 4, 5 and 6 take turns K times and the table gives their medians: the speed-up from
 more workers is a ratio of two runs, and on a shared machine one pair of runs can be off by more
-than the difference being measured. Each run's CPU seconds (the whole machine's) and its seconds outside
+than the difference being measured. Before each round, the host's own speed-up on as many processes
+of pure computation says how much its cores can give at all. Each run's CPU seconds (the whole machine's) and its seconds outside
 notebooks (start, end, idle workers) say where a speed-up short of the worker count goes.
 
 From the Dask runs, the projection for a class of 35,000 notebooks on 10, 50 and 200 workers: the
@@ -233,6 +234,20 @@ def kernel_start(warm, sandboxed, times=3):
     return statistics.median(seconds)
 
 
+def host_speedup(workers, work=20_000_000):
+    """How much faster `workers` processes of pure computation (no grading, no I/O) finish than
+    one doing the same work each, one after the other: the most this host's cores can give `workers`
+    grading workers. A host whose cores contend (shared or throttled) gives less than `workers`."""
+    command = [sys.executable, "-c", f"sum(i * i for i in range({work}))"]
+    start = time.perf_counter()
+    subprocess.run(command, check=True)
+    alone = time.perf_counter() - start
+    start = time.perf_counter()
+    for process in [subprocess.Popen(command) for _ in range(workers)]:
+        process.wait()
+    return workers * alone / (time.perf_counter() - start)
+
+
 def _cell_seconds(cell):
     timing = cell.metadata.get("execution", {})
     if "iopub.execute_input" not in timing or "shell.execute_reply" not in timing:
@@ -306,8 +321,10 @@ def main(argv=None):
         plan = [("grader, 1 worker, fresh kernels", {"workers": 1, "warm": False}),
                 (f"{many}, no sandbox", {"workers": args.workers, "sandboxed": False})]
         plan += [(one, {"workers": 1}), (many, {"workers": args.workers}), (dask, None)] * args.rounds
-        rounds = {}
+        rounds, host = {}, []
         for turn, (name, options) in enumerate(plan):
+            if name == one:  # each round
+                host.append(host_speedup(args.workers))
             folder_name = f"{turn}_" + name.replace(" ", "_").replace(",", "")
             measured = (ours(submissions, work, folder_name, args.timeout, **options) if options is not None
                         else on_dask(submissions, work, folder_name, args.timeout, args.workers))
@@ -343,6 +360,11 @@ def main(argv=None):
             f"{args.rounds} round(s) of 1 worker then {args.workers} workers, each round's speed-up: "
             f"{turns}. Their rows give the median of the rounds (the speed-up: the median of the "
             "rounds' speed-ups).", "",
+            f"This host's own speed-up on {args.workers} processes of pure computation, measured before "
+            f"each round's 1-worker run (bench/grading.py host_speedup): "
+            + ", ".join(f"{h:.2f}x" for h in host) + f"; the median {statistics.median(host):.2f}x. "
+            f"No grading on {args.workers} workers can beat it; a host whose cores contend gives less than "
+            f"{args.workers}x.", "",
             "Seconds per notebook is the class time divided by the notebooks (what an instructor waits); "
             "the median is the time one worker spent on a notebook, feedback page included. Notebooks "
             "that loop forever cost the timeout in every configuration. Cores busy is the average "

@@ -235,6 +235,8 @@ def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
     assert "| CPU seconds | notebooks' seconds, summed | outside notebooks |" in section
     assert section.count(" s / ") == 4  # each round's speed-up, and Dask's time against the local pool's
     assert "Dask's overhead, the median: " in section and "ms of Dask per task" in section
+    assert re.search(r"This host's own speed-up on 2 processes of pure computation, .*: \d\.\d\dx, \d\.\d\dx; "
+                     r"the median \d\.\d\dx\.", section)
     assert [r["workers"] for r in _table(section, "### Grading on a Dask cluster")] == ["10", "50", "200"]
     points = sum(c.metadata["nbgrader"]["points"] for c in nbformat.read(
         solution_notebook("02-positions"), as_version=4).cells
