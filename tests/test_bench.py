@@ -233,7 +233,7 @@ def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
     assert "| plain nbgrader, sequential |" in section and "| 02-positions |" in section
     assert "| schema version, read in-process (grader) |" in section
     assert "| CPU seconds | notebooks' seconds, summed | outside notebooks |" in section
-    assert section.count(" s / ") == 4  # each round's speed-up, and Dask's time against the local pool's
+    assert section.count(" s / ") == 6  # each round's speed-up and ratio to plain nbgrader, and Dask against the local pool
     assert "Dask's overhead, the median: " in section and "ms of Dask per task" in section
     assert re.search(r"This host's own speed-up on 2 processes of pure computation, .*: \d\.\d\dx, \d\.\d\dx; "
                      r"the median \d\.\d\dx\.", section)
