@@ -146,6 +146,24 @@ def release(args):
     return 0
 
 
+def _check(args, options):
+    """The check's result: from the warm server, else graded in this process. A file no grader can
+    grade raises check_server.NotGradable either way."""
+    from grader import check_server
+    if not args.no_server:
+        try:
+            return check_server.grade(args.notebook, options)
+        except check_server.Unusable as error:
+            print(f"{error}: grading in this process", file=sys.stderr)
+    from grader.grading import GradingCourse, NotGradable  # only here: torch alone takes 1.5 s, a third of a warm check
+    try:
+        course = GradingCourse(timeout=options["timeout"], warm=False if options["fresh_kernels"] else None,
+                               sandboxed=options["sandboxed"])
+        return course.grade(args.notebook)
+    except NotGradable as error:
+        raise check_server.NotGradable(str(error)) from None
+
+
 def check(args):
     """Grade one notebook exactly as the autograder will, hidden tests included.
 
@@ -165,24 +183,11 @@ def check(args):
         print(f"not sandboxed ({error}): the notebook runs as you, as it does in Jupyter", file=sys.stderr)
         sandboxed = False
     options = {"timeout": args.timeout, "fresh_kernels": args.fresh_kernels, "sandboxed": sandboxed}
-    result = None
-    if not args.no_server:
-        try:
-            result = check_server.grade(args.notebook, options)
-        except check_server.Unusable as error:
-            print(f"{error}: grading in this process", file=sys.stderr)
-        except check_server.NotGradable as error:
-            print(f"cannot grade {args.notebook}: {error}", file=sys.stderr)
-            return 2
-    if result is None:  # imported only here: torch alone takes 1.5 s, a third of a warm check
-        from grader.grading import GradingCourse, NotGradable
-        try:
-            course = GradingCourse(timeout=args.timeout, warm=False if args.fresh_kernels else None,
-                                   sandboxed=sandboxed)
-            result = course.grade(args.notebook)
-        except NotGradable as error:
-            print(f"cannot grade {args.notebook}: {error}", file=sys.stderr)
-            return 2
+    try:
+        result = _check(args, options)
+    except check_server.NotGradable as error:
+        print(f"cannot grade {args.notebook}: {error}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(result, indent=1))
         return 0

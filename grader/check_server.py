@@ -207,7 +207,6 @@ def serve(server_key, options, idle=IDLE):
                     reply = {"not_gradable": str(error)}
                 except Exception as error:  # the check falls back to grading in its own process
                     reply = {"error": f"{type(error).__name__}: {error}"}
-                connection.settimeout(10)
                 try:
                     connection.sendall(json.dumps(reply).encode())
                 except OSError:

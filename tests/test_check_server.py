@@ -97,6 +97,7 @@ def _fake_server(folder, answer):
     opened = check_server._Folder(folder)
     (folder / f"{check_server.key(OPTIONS)}.sock").unlink(missing_ok=True)
     listener.bind(opened.address(f"{check_server.key(OPTIONS)}.sock"))
+    opened.close()  # the socket stays bound to its file
     listener.listen(1)
 
     def answer_once():
