@@ -212,7 +212,8 @@ def _mean_over_tokens(h, ids):
 
 class TinyTransformer(nn.Module):
     """Token and position embeddings, pre-norm encoder blocks, a final norm, the mean of the real
-    tokens and a linear layer to one score per class."""
+    tokens and a linear layer to one score per class. `dropout` acts on each block's attention
+    and feed-forward outputs, before they join the residual stream."""
 
     def __init__(self, vocab_size, dim=64, heads=4, blocks=2, ffn=256, max_tokens=MAX_TOKENS,
                  dropout=0.1, classes=len(TEAMS), positions=True):
@@ -221,6 +222,11 @@ class TinyTransformer(nn.Module):
         self.position = nn.Embedding(max_tokens, dim) if positions else None
         layer = nn.TransformerEncoderLayer(dim, heads, ffn, dropout=dropout,
                                            batch_first=True, norm_first=True)
+        # Dropout only where each branch rejoins the residual stream. Dropping attention weights
+        # keeps PyTorch off its fused attention while training, and the mask over the feed-forward's
+        # inner width (four times the model's) is the largest of the block.
+        layer.self_attn.dropout = 0.0
+        layer.dropout = nn.Identity()
         self.blocks = nn.TransformerEncoder(layer, blocks, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(dim)
         self.out = nn.Linear(dim, classes)

@@ -272,12 +272,12 @@ def _committed(name):
     return text.split(f"<!-- bench/{name}.py -->")[1].split(f"<!-- /bench/{name}.py -->")[0]
 
 
-# Measured on 2-core AMD EPYCs: 2.7x (AVX2 in stop 22, AVX-512 in stop 25's committed table). On a
-# 2-core Intel Xeon (AVX-512) the matrix multiplies are 2.4x faster and dropout's random masks are
-# not, and the same training was 4.4x to 5.5x its limit. Issue 24 asks for 2.0x on any of them.
-def test_the_committed_training_is_within_3x_of_its_matrix_multiply_limit():
+# Issue 7 asked for 3x: 2.7x on 2-core AMD EPYCs (AVX2 in stop 22, AVX-512 in stop 25), 4.4x to 5.5x
+# on an Intel Xeon (AVX-512), whose matrix multiplies were 2.4x faster while dropout's random masks
+# were not. Issue 24 asks for 2x: dropout now acts only on each block's two outputs (ticketnet.py).
+def test_the_committed_training_is_within_2x_of_its_matrix_multiply_limit():
     (ours,) = [r for r in _table(_committed("training"), "### Training") if r["batches"].startswith("ours")]
-    assert float(ours["measured / limit"].rstrip("x")) <= 3.0, ours
+    assert float(ours["measured / limit"].rstrip("x")) <= 2.0, ours
 
 
 def test_the_committed_grading_of_a_notebook_is_within_its_budget():

@@ -213,6 +213,21 @@ def test_tiny_transformer_dropout_argument_reaches_the_blocks():
     assert not torch.equal(model(ids), model(ids))
 
 
+def test_tiny_transformer_drops_out_only_the_two_outputs_of_each_block_and_trains_on_fused_attention():
+    """Dropout on attention weights keeps PyTorch off its fused attention in training, and a mask
+    over the feed-forward's inner width was the largest of the block: issue 24 took both out."""
+    model = tn.TinyTransformer(50, dropout=0.3).train()
+    for block in model.blocks.layers:
+        assert block.self_attn.dropout == 0.0
+        assert [name for name, m in block.named_modules() if isinstance(m, nn.Dropout)] == ["dropout1", "dropout2"]
+        assert block.dropout1.p == block.dropout2.p == 0.3
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        model(torch.tensor([[5, 6, 7, tn.PAD], [5, 6, 7, 8]])).sum().backward()
+    ran = {event.key for event in prof.key_averages()}
+    assert any("scaled_dot_product" in name for name in ran), sorted(ran)
+    assert not any("softmax" in name and "flash" not in name for name in ran), sorted(ran)
+
+
 def test_building_and_running_a_tiny_transformer_warns_about_nothing():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
