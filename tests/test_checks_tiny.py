@@ -34,7 +34,7 @@ def test_quick_run_trains_every_setting_reads_no_test_split_and_writes_nothing(m
     monkeypatch.setattr(tn, "load_split", lambda path: read.append(Path(path).name) or load(path))
 
     def fake_train(model, *data, epochs, lr, batch_size, seed, log):
-        trained.append((len(model.blocks.layers), model.blocks.layers[0].dropout.p, lr, len(data[0])))
+        trained.append((len(model.blocks.layers), model.blocks.layers[0].dropout1.p, lr, len(data[0])))
         return [{"epoch": e, "train_loss": 1.0, "train_acc": 0.5, "valid_loss": 1.0 / e, "valid_acc": 0.5}
                 for e in range(1, epochs + 1)]
 
