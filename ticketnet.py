@@ -397,12 +397,18 @@ def train(model, ids_train, y_train, ids_valid, y_valid, epochs, lr=1e-3, batch_
 
 
 @torch.no_grad()
-def predict(model, ids, batch_size=256):
+def predict(model, ids, batch_size=256, fast_path=False):
     """The model's scores (N, classes) in evaluation mode, in the order of `ids` (padded on the
-    right, as token_ids makes them)."""
+    right, as token_ids makes them). `fast_path=True` lets PyTorch run each encoder layer as one
+    fused op; it was the slower choice, with the same predictions (bench/inference.py)."""
     model.eval()
     order = torch.argsort(_lengths(ids))  # similar lengths together, less padding
-    scores = [model(_trim(ids[batch])) for batch in order.split(batch_size)]
+    before = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(fast_path)
+    try:  # the fused op builds each (T, T) score table whole; the plain layers' flash attention never does
+        scores = [model(_trim(ids[batch])) for batch in order.split(batch_size)]
+    finally:
+        torch.backends.mha.set_fastpath_enabled(before)
     out = torch.empty(len(ids), scores[0].shape[1])
     out[order] = torch.cat(scores)
     return out

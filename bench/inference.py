@@ -23,7 +23,8 @@ post-norm copy would compute another function of the weights, so it is not measu
 "Fast" is not a promise: with a padding mask the fused op builds the full (batch, heads, T, T)
 scores and runs _masked_softmax over them, while the Python layers call
 scaled_dot_product_attention, which on CPU picks a flash-attention kernel that never builds them.
-The table names the heaviest op of each setting, so the reader can see which one pays for what.
+The table names the heaviest op of each setting, so the reader can see which one pays for what,
+and says whether ticketnet.predict's default (fast_path=False since issue 24) is the faster one.
 
     python bench/inference.py                     # print the table
     python bench/inference.py --write             # ... and put it in BENCHMARKS.md
@@ -31,6 +32,7 @@ The table names the heaviest op of each setting, so the reader can see which one
 """
 
 import argparse
+import inspect
 import os
 import statistics
 import sys
@@ -102,7 +104,7 @@ def measure_settings(model, ids, repeats, latency_tickets):
     out = {name: {"passes": [], "latencies": []} for name, _ in SETTINGS}
     for name, enabled in SETTINGS:  # warm-up, and what ran
         torch.backends.mha.set_fastpath_enabled(enabled)
-        out[name]["scores"] = tn.predict(model, ids, batch_size=256)
+        out[name]["scores"] = tn.predict(model, ids, batch_size=256, fast_path=enabled)
         for x in singles[:10]:
             model(x)
         names, heaviest = ops_run(model, tn._trim(ids[:256]))
@@ -110,8 +112,7 @@ def measure_settings(model, ids, repeats, latency_tickets):
                          batch_1_path=path_taken(ops_run(model, singles[0])[0]))
     for _ in range(repeats):
         for name, enabled in SETTINGS:
-            torch.backends.mha.set_fastpath_enabled(enabled)
-            out[name]["passes"].append(_timed(lambda: tn.predict(model, ids, batch_size=256))[0])
+            out[name]["passes"].append(_timed(lambda: tn.predict(model, ids, batch_size=256, fast_path=enabled))[0])
     for x in singles:
         for name, enabled in SETTINGS:
             torch.backends.mha.set_fastpath_enabled(enabled)
@@ -144,6 +145,7 @@ def measure(args):
     return {"settings": settings, "tickets": len(ids_valid), "train_tickets": len(ids),
             "epochs": args.epochs, "threads": args.threads, "valid_acc": history[-1]["valid_acc"],
             "same_predictions": same, "predictions_agree": same == len(ids_valid),
+            "predict_default": inspect.signature(tn.predict).parameters["fast_path"].default,
             "max_abs_diff": float((on - off).abs().max()), "nested": nested_tensor_refusal(model),
             "latency_tickets": min(args.latency_tickets, len(ids_valid)), "repeats": args.repeats,
             "other_cores": load_meter.cores()}
@@ -162,6 +164,12 @@ def report(out):
                if on["fused"] and not off["fused"] else
                "**The fast path did not engage** (the fused layer op was not seen with it on), so "
                "both rows ran the same code.")
+    chosen, other = ("on", "off") if out["predict_default"] else ("off", "on")
+    ratio = out["settings"][chosen]["tickets_per_second"] / out["settings"][other]["tickets_per_second"]
+    default = (f"ticketnet.predict runs with the fast path {chosen} unless asked "
+               f"(fast_path={out['predict_default']}): "
+               + (f"the faster setting at batch 256 in this run, {ratio:.2f}x the other." if ratio >= 1 else
+                  f"**the slower setting at batch 256 in this run** ({ratio:.2f}x the other): change its default."))
     nested = (f"Nested tensors (skipping the pads) stay off: PyTorch says \"{out['nested']}\"."
               if out["nested"] else "PyTorch would accept nested tensors for this encoder.")
     return "\n".join([
@@ -179,6 +187,7 @@ def report(out):
         f"- {engaged}",
         f"- Same predicted team with the fast path on and off for {out['same_predictions']} of "
         f"{out['tickets']} tickets; largest score difference {out['max_abs_diff']:.2e}.",
+        f"- {default}",
         f"- {nested}",
         f"- {tables.describe_load(out['other_cores'])}",
     ])

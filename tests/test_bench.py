@@ -100,8 +100,10 @@ def test_inference_benchmark_on_128_tickets(tmp_path, monkeypatch):
     assert out["predictions_agree"] and out["same_predictions"] == out["tickets"] == 600
     assert out["max_abs_diff"] < 1e-4
     assert "norm_first" in out["nested"]
+    assert out["predict_default"] is False
     section = _section(path, "inference.py", argv)
     assert "| on |" in section and "| off |" in section
+    assert "ticketnet.predict runs with the fast path off unless asked (fast_path=False)" in section
 
 
 def test_write_section_replaces_its_own_section_and_keeps_the_others(tmp_path):
@@ -278,6 +280,13 @@ def _committed(name):
 def test_the_committed_training_is_within_2x_of_its_matrix_multiply_limit():
     (ours,) = [r for r in _table(_committed("training"), "### Training") if r["batches"].startswith("ours")]
     assert float(ours["measured / limit"].rstrip("x")) <= 2.0, ours
+
+
+def test_the_committed_inference_chose_the_faster_fast_path_setting_for_predict():
+    """Issue 24: predict's default is made by measurement, with the same predictions either way."""
+    section = _committed("inference")
+    assert "the faster setting at batch 256 in this run" in section, section
+    assert re.search(r"Same predicted team with the fast path on and off for (\d+) of \1 tickets", section)
 
 
 def test_the_committed_grading_of_a_notebook_is_within_its_budget():

@@ -541,6 +541,25 @@ def test_evaluate_reads_the_rows_in_batches_of_batch_size():
     assert model.evaluated == [100, 100, 100]
 
 
+@pytest.mark.parametrize("fast_path", [None, False, True])  # None: predict's default
+@pytest.mark.parametrize("was", [False, True])
+def test_predict_runs_the_fused_layer_op_only_when_asked_and_leaves_the_switch_as_it_found_it(fast_path, was):
+    """bench/inference.py measured the fused op slower at batch 256, with the same predictions."""
+    model = tn.TinyTransformer(50).eval()
+    ids = torch.tensor([[5, 6, 7, tn.PAD], [5, 6, 7, 8]])
+    asked = {} if fast_path is None else {"fast_path": fast_path}
+    torch.backends.mha.set_fastpath_enabled(was)
+    try:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            scores = tn.predict(model, ids, **asked)
+        assert torch.backends.mha.get_fastpath_enabled() is was
+    finally:
+        torch.backends.mha.set_fastpath_enabled(True)
+    fused = any(event.key == "aten::_transformer_encoder_layer_fwd" for event in prof.key_averages())
+    assert fused is bool(fast_path)
+    assert torch.allclose(scores, tn.predict(model, ids, fast_path=not fast_path), atol=1e-5)
+
+
 def test_evaluate_and_predict_keep_the_order_of_the_rows():
     ids, y = _toy_task(100)
     model = tn.AverageEmbeddingNet(40)
