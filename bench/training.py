@@ -30,7 +30,9 @@ forward and backward, for every batch shape a variant actually trained on (each 
 run once on the "meta" device, which computes shapes only, so the count is exact and costs no
 arithmetic). The machine's throughput is measured at the model's own sizes: the matrix multiplies
 of one training step on a (64, T) batch are recorded and replayed on random numbers, best of
---repeats (5), where T is the median padded width of that variant's batches.
+--repeats (5), where T is the median padded width of that variant's batches. Each width is probed
+twice, after its variant's training and at the end of the run, and the faster probe kept: one
+probe in one run ran at two thirds of the speed of all the others.
 limit = FLOPs per epoch / throughput; it ignores everything that is not a matrix multiply
 (dropout, softmax, layer norm, the optimizer), so it is a bound nobody reaches, and
 "measured / limit" says how far we are.
@@ -299,15 +301,21 @@ def measure(args):
             speed_cache[width] = matmul_throughput(meta_model, width, args.repeats)
         flops = sum(flop_cache[s] for s in run["shapes"]) / args.epochs
         padded = sum(b * t for b, t in run["shapes"]) / args.epochs
-        limit = flops / speed_cache[width]
         results[name] = {
             "seconds": run["seconds"], "validation_seconds": run["validation_seconds"],
             "padded_tokens": int(padded), "real_tokens": real,
             "real_tokens_per_second": real / run["seconds"], "flops": flops,
-            "median_width": width, "throughput": speed_cache[width], "limit_seconds": limit,
-            "ratio": run["seconds"] / limit, "valid_acc": run["history"][-1]["valid_acc"]}
+            "median_width": width, "valid_acc": run["history"][-1]["valid_acc"]}
     print("profiling ours ...", file=sys.stderr)
     breakdown, profiled, profiled_width = profile_ours(data, args.profile_batches)
+    # One probe right after a training run ran at two thirds of the speed of every other (34 against
+    # about 51 GFLOP/s): a second probe minutes later, keeping the better, makes the limit the machine's.
+    for width in speed_cache:
+        speed_cache[width] = max(speed_cache[width], matmul_throughput(meta_model, width, args.repeats))
+    for r in results.values():
+        r["throughput"] = speed_cache[r["median_width"]]
+        r["limit_seconds"] = r["flops"] / r["throughput"]
+        r["ratio"] = r["seconds"] / r["limit_seconds"]
     accs = [r["valid_acc"] for r in results.values()]
     spread = max(accs) - min(accs)
     return {"variants": results, "profile": breakdown, "tickets": len(ids), "epochs": args.epochs,
@@ -347,7 +355,8 @@ def report(out):
         f"validation pass that ends each epoch ({ours['validation_seconds']:.2f} s for ours).",
         "- Limit = matrix-multiply FLOPs of one epoch, forward and backward (FlopCounterMode, every "
         "batch shape trained on), divided by the FLOP/s of the same matrix multiplies of one "
-        f"(64, T) training step replayed on random numbers (best of {out['repeats']}), T the median "
+        f"(64, T) training step replayed on random numbers (best of {out['repeats']}, probed after the "
+        "variant's training and again at the end, the better kept), T the median "
         "padded width. "
         "Dropout, softmax, layer norm and the optimizer count for nothing in it.",
         f"- Ours is {ours['ratio']:.1f}x its limit; issue 24 asks for 2x at most.",
