@@ -14,6 +14,7 @@ import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 import ticketnet as tn
@@ -70,6 +71,8 @@ def test_training_benchmark_on_256_tickets(tmp_path, monkeypatch):
         assert r["throughput"] > 0 and r["limit_seconds"] > 0 and r["ratio"] > 0
         assert 0 <= r["valid_acc"] <= 1
     assert full["median_width"] == tn.MAX_TOKENS
+    before = out["variants"][training.BEFORE]  # the same batches, on the model before issue 24
+    assert (before["padded_tokens"], before["flops"]) == (ours["padded_tokens"], ours["flops"])
     assert out["profile"]["matrix multiplies"] > 0 and all(s >= 0 for s in out["profile"].values())
     accuracies = [r["valid_acc"] for r in out["variants"].values()]
     assert out["accuracy_spread"] == pytest.approx(max(accuracies) - min(accuracies))
@@ -77,13 +80,26 @@ def test_training_benchmark_on_256_tickets(tmp_path, monkeypatch):
     verdict = "agree within 0.1" if out["accuracy_spread"] <= 0.1 else "WARNING: validation accuracies differ"
     assert verdict in section
     assert "| ours: grouped by length |" in section and "| matrix multiplies |" in section
+    assert "| ours, with dropout everywhere (before issue 24) |" in section
+    assert "Before issue 24 the same training" in section
+
+
+def test_dropout_everywhere_puts_back_the_dropout_issue_24_took_out():
+    model = training.dropout_everywhere(tn.TinyTransformer(50, dropout=0.2))
+    for layer in model.blocks.layers:
+        assert layer.self_attn.dropout == 0.2
+        assert {name: m.p for name, m in layer.named_modules() if isinstance(m, torch.nn.Dropout)} == \
+            {"dropout": 0.2, "dropout1": 0.2, "dropout2": 0.2}
 
 
 def test_flops_counted_on_meta_equal_those_of_a_real_step():
+    """The limit counts each of the model's matrix multiplies once. On the CPU, training runs flash
+    attention, whose backward computes the scores again (FlopCounterMode counts 3% more here); on the
+    meta device attention is the plain math, as it is in a real step on PyTorch's math backend."""
     torch.manual_seed(0)
     model = tn.TinyTransformer(50)
     meta = copy.deepcopy(model).to("meta").train()
-    with FlopCounterMode(display=False) as counter:
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
         F.cross_entropy(model(torch.randint(2, 50, (8, 11))), torch.zeros(8, dtype=torch.long)).backward()
     assert training.flops_per_shape(meta, [(8, 11), (8, 11)]) == {(8, 11): counter.get_total_flops()}
 
@@ -278,7 +294,7 @@ def _committed(name):
 # on an Intel Xeon (AVX-512), whose matrix multiplies were 2.4x faster while dropout's random masks
 # were not. Issue 24 asks for 2x: dropout now acts only on each block's two outputs (ticketnet.py).
 def test_the_committed_training_is_within_2x_of_its_matrix_multiply_limit():
-    (ours,) = [r for r in _table(_committed("training"), "### Training") if r["batches"].startswith("ours")]
+    (ours,) = [r for r in _table(_committed("training"), "### Training") if r["batches"] == "ours: grouped by length"]
     assert float(ours["measured / limit"].rstrip("x")) <= 2.0, ours
 
 
@@ -316,13 +332,14 @@ def test_the_committed_grading_on_two_workers_is_at_least_1_8_times_one_worker()
 # The target against plain nbgrader moves with plain nbgrader's own time, which moves with the host
 # more than ours does: on 2-core AMD EPYCs with AVX-512, stop 24's table met both targets (plain
 # 400 s: 3.21x, 2.02x), stop 25's missed the first (plain 302 s: 2.67x, 1.90x), stop 26's, on a
-# host slower at everything, met both again (plain 445 s: 3.26x, 2.01x). It was missed in the last
-# three runs (2.77x, 2.70x, and 2.67x in a run stopped early) while 2 workers against 1 met theirs
-# (1.90x): one worker now takes 6.0 s a notebook where the table landed before stop 36 took 4.7 s,
-# against plain nbgrader's 8.6 s and 7.6 s. Strict: the day a committed table meets 3.0x again, this
-# marker fails and must go. Issue 24 holds the work.
-@pytest.mark.xfail(strict=True, reason="known gap (issue 24): 2 workers grade the class 2.70x as fast "
-                   "as plain nbgrader in the committed table, not 3.0x")
+# host slower at everything, met both again (plain 445 s: 3.26x, 2.01x). It was missed in every run
+# since stop 36 (2.77x, 2.70x, 2.57x, and 2.82x in the table of 2026-12-04, 2 workers 1.89x one).
+# Faster training (issue 24) sped plain nbgrader up too (480 s to 345 s): 2.4 s less a notebook,
+# against 1.9 s less for one worker of ours, so the ratio barely moved. Strict: the day a committed table meets 3.0x
+# again, this marker fails and must go. Issue 7 set the target; the closing note of 2026-12-04
+# asks for an issue of its own.
+@pytest.mark.xfail(strict=True, reason="known gap (issue 7's target): 2 workers grade the class 2.82x as "
+                   "fast as plain nbgrader in the committed table, not 3.0x")
 def test_the_committed_grading_on_two_workers_is_at_least_3_times_plain_nbgrader():
     assert float(_two_workers()["vs plain nbgrader"].rstrip("x")) >= 3.0
 
