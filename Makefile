@@ -26,14 +26,21 @@ TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PIN := $(shell grep '^torch==' requirements.txt)
 TORCH_INDEX = $(if $(TORCH_CPU_INDEX),$(shell [ "$$(uname -s)" = Linux ] && ! $(PYTHON) -m pip install --dry-run --quiet --no-index --no-deps --ignore-installed '$(TORCH_PIN)' > /dev/null 2>&1 && echo --extra-index-url $(TORCH_CPU_INDEX)))
 
-# The course under a platform's own versions: Colab's (platforms/colab.txt), on Python 3.13.
-# `make test PLATFORMS=` leaves the platform environments out.
-PLATFORMS ?= colab
-PYTHON_COLAB ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13 /usr/local/bin/python3.13 /usr/bin/python3.13))
+# The course under each platform's own versions: one environment per platforms/NAME.in, locked in
+# platforms/NAME.txt, on the Python its line `# python: X.Y` names (platforms/README.md says where
+# each platform's versions come from). `make test PLATFORMS=` leaves them out, `PLATFORMS=kaggle`
+# keeps one.
+PLATFORMS ?= $(basename $(notdir $(wildcard platforms/*.in)))
+platform_python_version = $(shell sed -n 's/^\# python: *//p' platforms/$(1).in)
+# Python X.Y from pyenv or the system; PYTHON_<NAME>=/path/to/python overrides it.
+platform_python = $(or $(PYTHON_$(1)),$(firstword $(wildcard $(HOME)/.pyenv/versions/$(2).*/bin/python$(2) /usr/local/bin/python$(2) /usr/bin/python$(2))))
 # Kept outside the checkout, one per lock, so that a fresh clone on the same machine reuses it.
-COLAB_VENV ?= $(HOME)/.cache/transformer-block-course/venv-colab-$(shell sha256sum platforms/colab.txt | cut -c1-12)
+platform_venv = $(HOME)/.cache/transformer-block-course/venv-$(1)-$(shell sha256sum platforms/$(1).txt | cut -c1-12)
+PLATFORM_VENVS := $(foreach p,$(PLATFORMS),$(call platform_venv,$(p)))
+# What the tests read: NAME=/path/to/python for each platform (tests/test_platforms.py)
+PLATFORM_PYTHONS := $(foreach p,$(PLATFORMS),$(p)=$(call platform_venv,$(p))/bin/python)
 
-.PHONY: demo test mutation lock lock-colab clean bubblewrap chromium
+.PHONY: demo test mutation lock lock-platform clean bubblewrap chromium
 
 # System packages, installed with apt where make runs as root; elsewhere one line names the
 # package. $(call system_package,PACKAGE,PROGRAM,WHY): nothing to do when PROGRAM is on the PATH.
@@ -58,12 +65,18 @@ $(VENV)/.installed: requirements.txt
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
 
-$(COLAB_VENV)/.installed: platforms/colab.txt
-	@[ -n "$(PYTHON_COLAB)" ] || { echo "make: the colab platform environment needs Python 3.13: install it (pyenv install 3.13) or set PYTHON_COLAB=/path/to/python3.13; make test PLATFORMS= leaves it out" >&2; exit 1; }
-	rm -rf $(COLAB_VENV) && mkdir -p $(dir $(COLAB_VENV)) && $(PYTHON_COLAB) -m venv $(COLAB_VENV)
-	$(COLAB_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r platforms/colab.txt
-	PYDEVD_DISABLE_FILE_VALIDATION=1 $(COLAB_VENV)/bin/python -m ipykernel install --sys-prefix --name python3 > /dev/null
-	touch $@
+# A platform's environment. PyPI's torch for Linux carries CUDA, as the platforms' GPU images do; it
+# runs on the CPU. pip's site configuration is left out (PIP_CONFIG_FILE=/dev/null): a machine's
+# cap on torch must not stop the newest platform, whose whole point is the newest release.
+define platform_rules
+$(call platform_venv,$(1))/.installed: platforms/$(1).txt
+	@[ -n "$(call platform_python,$(1),$(call platform_python_version,$(1)))" ] || { echo "make: the $(1) platform environment needs Python $(call platform_python_version,$(1)): install it (pyenv install $(call platform_python_version,$(1))) or set PYTHON_$(1)=/path/to/python; make test PLATFORMS= leaves the platforms out" >&2; exit 1; }
+	rm -rf $(call platform_venv,$(1)) && mkdir -p $(dir $(call platform_venv,$(1))) && $(call platform_python,$(1),$(call platform_python_version,$(1))) -m venv $(call platform_venv,$(1))
+	PIP_CONFIG_FILE=/dev/null $(call platform_venv,$(1))/bin/python -m pip install --quiet --disable-pip-version-check -r platforms/$(1).txt
+	PYDEVD_DISABLE_FILE_VALIDATION=1 $(call platform_venv,$(1))/bin/python -m ipykernel install --sys-prefix --name python3 > /dev/null
+	touch $$@
+endef
+$(foreach p,$(PLATFORMS),$(eval $(call platform_rules,$(p))))
 
 demo: $(VENV)/.installed bubblewrap
 	$(BIN)/python -m grader demo
@@ -77,8 +90,8 @@ endef
 # replayed as its outputs were stored, and two workers never fight over the cores. Then the tests
 # marked `alone`, one at a time on every core: the trained sections replayed as a student's kernel
 # runs them, on all threads.
-test: $(VENV)/.installed bubblewrap chromium $(if $(filter colab,$(PLATFORMS)),$(COLAB_VENV)/.installed)
-	$(call pytest_stage,$(if $(filter colab,$(PLATFORMS)),COLAB_PYTHON=$(COLAB_VENV)/bin/python) OMP_NUM_THREADS=1 \
+test: $(VENV)/.installed bubblewrap chromium $(addsuffix /.installed,$(PLATFORM_VENVS))
+	$(call pytest_stage,PLATFORM_PYTHONS="$(PLATFORM_PYTHONS)" OMP_NUM_THREADS=1 \
 		$(BIN)/python -m pytest $(PYTEST_ARGS) -m "not alone" --nbval tests $(NOTEBOOKS),tests)
 	$(call pytest_stage,$(BIN)/python -m pytest -p no:cacheprovider -m alone tests,tests marked alone)
 
@@ -110,12 +123,14 @@ lock:
 	{ sed -n '1,2p' requirements.txt; /tmp/course-lock/bin/pip freeze | sed 's/+cpu$$//'; } > requirements.txt.new
 	mv requirements.txt.new requirements.txt
 
-# Re-pin the platform's environment after editing platforms/colab.in.
-lock-colab:
-	rm -rf /tmp/course-lock-colab && $(PYTHON_COLAB) -m venv /tmp/course-lock-colab
-	/tmp/course-lock-colab/bin/pip install --quiet -r platforms/colab.in
-	{ sed -n '1,3p' platforms/colab.txt; /tmp/course-lock-colab/bin/pip freeze; } > platforms/colab.txt.new
-	mv platforms/colab.txt.new platforms/colab.txt
+# Re-pin a platform's environment after editing platforms/NAME.in: make lock-platform PLATFORM=NAME
+lock-platform:
+	@[ -f platforms/$(PLATFORM).in ] || { echo "make lock-platform: name a platform of platforms/*.in, as PLATFORM=kaggle" >&2; exit 1; }
+	rm -rf /tmp/course-lock-$(PLATFORM) && $(call platform_python,$(PLATFORM),$(call platform_python_version,$(PLATFORM))) -m venv /tmp/course-lock-$(PLATFORM)
+	PIP_CONFIG_FILE=/dev/null /tmp/course-lock-$(PLATFORM)/bin/pip install --quiet -r platforms/$(PLATFORM).in
+	{ printf '# Exact pins of platforms/$(PLATFORM).in, what `make test` installs to run the course under\n# that platform'"'"'s versions. Edit $(PLATFORM).in, then regenerate this file with: make lock-platform PLATFORM=$(PLATFORM)\n'; \
+	  /tmp/course-lock-$(PLATFORM)/bin/pip freeze; } > platforms/$(PLATFORM).txt.new
+	mv platforms/$(PLATFORM).txt.new platforms/$(PLATFORM).txt
 
 clean:
-	rm -rf $(VENV) $(COLAB_VENV) .pytest_cache mutants
+	rm -rf $(VENV) $(PLATFORM_VENVS) .pytest_cache mutants

@@ -224,8 +224,15 @@ def publish(args):
     Example: python -m grader publish ../course-student && git -C ../course-student push
     """
     from grader import publish as publishing
+    try:
+        if args.check:
+            found = publishing.differences(args.folder)
+        else:
+            manifest, commit = publishing.publish(args.folder)
+    except (publishing.Leak, publishing.Stale, publishing.DataMissing, FileExistsError) as error:
+        print(error, file=sys.stderr)
+        return 1
     if args.check:
-        found = publishing.differences(args.folder)
         for line in found:
             print(line)
         if found:
@@ -234,11 +241,6 @@ def publish(args):
             return 1
         print(f"{args.folder} is the edition this repository builds.")
         return 0
-    try:
-        manifest, commit = publishing.publish(args.folder)
-    except (publishing.Leak, publishing.Stale, FileExistsError) as error:
-        print(error, file=sys.stderr)
-        return 1
     print(f"{args.folder}: {len(manifest['files'])} files, built from {manifest['built from']}; "
           + (f"committed {commit[:12]}" if commit else "nothing changed"))
     return 0

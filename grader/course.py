@@ -54,14 +54,16 @@ def release_notebook(section):
     return RELEASE / section / f"{section}.ipynb"
 
 
-# The versions the course supports, oldest and newest. The oldest are Colab's runtime (Kaggle's
-# image is built on it; platforms/colab.txt locks it), the newest the course's pins
-# (requirements.txt); CI runs the course under both. Every notebook's set-up cell checks them.
+# The versions the course supports, oldest and newest: from the oldest platform students use
+# (Kaggle's image, built on an older Colab runtime than Colab's own) to the newest releases.
+# platforms/ locks one environment per platform (its README says where each one's versions come
+# from); CI runs the course under each, and tests/test_platforms.py holds this table to them.
+# Every notebook's set-up cell checks it.
 SUPPORTED = {
     "python": ("3.11", "3.13"),
-    "torch": ("2.11.0", "2.13.0"),
-    "numpy": ("2.1.3", "2.4.6"),
-    "pandas": ("2.2.3", "3.1.1"),
+    "torch": ("2.10.0", "2.15.0"),
+    "numpy": ("2.0.2", "2.5.5"),
+    "pandas": ("2.2.2", "3.1.1"),
     "matplotlib": ("3.10.0", "3.11.2"),
     "scikit-learn": ("1.6.1", "1.9.1"),
 }

@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import importlib.metadata
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -30,9 +31,16 @@ from grader.course import ROOT, SECTIONS, message_shape, solution_notebook
 EDITION_SOURCE = ROOT / "grader" / "edition"  # the files written for the edition alone
 
 # (path in this repository, glob) copied as they are, to the same path in the edition
-COPIED = ["ticketnet.py", "requirements.txt", "environment.yml", "LICENSE", "data/*",
+COPIED = ["ticketnet.py", "environment.yml", "LICENSE", "data/*",
           "grader/__init__.py", "grader/course.py",
-          "grader/checks/*.py", "notebooks/*/*.ipynb"]
+          "grader/checks/*.py", "notebooks/*/*.ipynb",
+          # section 6 reads the tables these scripts wrote; a student may re-run them
+          "bench/tuning.py", "bench/positions.py", "bench/results/*.csv"]
+# What a student installs: the libraries the notebooks and `grader check` import, and JupyterLab.
+# The edition's requirements.txt pins them and everything they need as requirements.txt does here;
+# nothing of grading (nbgrader, Dask, nbval, pytest, playwright) comes along.
+STUDENT_NEEDS = ["torch", "numpy", "pandas", "matplotlib", "scikit-learn", "tqdm", "jupyterlab",
+                 "ipykernel", "nbformat", "nbclient"]
 # the edition's own files: (source under grader/edition/, path in the edition)
 WRITTEN = [("README.md", "README.md"), ("main.py", "grader/__main__.py"), ("gitignore", ".gitignore"),
            ("references.py", "grader/references/__init__.py")]
@@ -50,6 +58,10 @@ class Stale(Exception):
 
 class Leak(Exception):
     """The edition would hold a line of a model answer, a hidden test or a mark scheme."""
+
+
+class DataMissing(Exception):
+    """A section's checks could not be recorded: its data (Banking77) is not on this machine."""
 
 
 def _bare(text):
@@ -138,6 +150,36 @@ def record(sections=SECTIONS, hidden=False, mistakes=None):
     return recorded
 
 
+def student_requirements():
+    """The edition's requirements.txt: STUDENT_NEEDS and what they need in turn (as this
+    environment's packages declare it), each pinned as in requirements.txt."""
+    from packaging.requirements import Requirement
+    def key(name):
+        return re.sub(r"[-_.]+", "-", name).lower()
+    pinned = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        if "==" in line.split("#")[0]:
+            name, _, version = line.split("#")[0].strip().partition("==")
+            pinned[key(name)] = version
+    needed, todo = set(), [key(name) for name in STUDENT_NEEDS]
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        for spec in importlib.metadata.requires(name) or []:
+            requirement = Requirement(spec)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(key(requirement.name))
+    needed -= {"pip", "setuptools", "wheel"}  # pip freeze pins none of them; pip brings what torch asks
+    missing = sorted(needed - pinned.keys())
+    if missing:
+        raise RuntimeError(f"requirements.txt pins no version of {', '.join(missing)}, which the student's "
+                           "install needs: run `make lock`")
+    return ((EDITION_SOURCE / "requirements-header.txt").read_text()
+            + "".join(f"{name}=={pinned[name]}\n" for name in sorted(needed)))
+
+
 def build(folder):
     """Write the student edition into the empty or new `folder`; returns its manifest. A release
     out of step with solutions/ is refused: the edition would ship notebooks the recorded results
@@ -161,7 +203,16 @@ def build(folder):
     for source, target in WRITTEN:
         (folder / target).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(EDITION_SOURCE / source, folder / target)
-    recorded = record()
+    (folder / "requirements.txt").write_text(student_requirements())
+    import ticketnet
+    try:
+        recorded = record()
+    except ticketnet.DataError as error:
+        raise DataMissing(
+            "publishing records every check's result, and section 7's checks read Banking77, which is not "
+            "on this machine: put its train.csv and test.csv in a folder and set BANKING77_DIR to that "
+            "folder (or publish online, and they are downloaded into ~/.cache/ticketnet/banking77). "
+            f"{error}") from None
     # sorted, so that the same results make the same bytes (the manifest compares digests)
     torch.save(dict(sorted(recorded.items())), folder / EXPECTED)
     files = {str(path): _digest(folder / path) for path in sorted(_files(folder)) if path.name != MANIFEST}
@@ -180,42 +231,67 @@ def _course_state():
     return digest.hexdigest()[:16]
 
 
-def _record_for_kernels(folder):
-    """Write what kernel_references() keeps into the new `folder` (run in a process of its own)."""
+def _record_for_kernels(folder, sections):
+    """Record each of `sections` into folder/SECTION (run in a process of its own): its results
+    with the hidden tests' (expected.pt) and its catalogued mistakes (mistakes.json). A section
+    whose data cannot be read here (Banking77 offline) gets `unavailable.txt`, saying why, instead:
+    the other sections still grade."""
     import torch
-    mistakes = {}
-    (Path(folder) / "references").mkdir(mode=0o755)
-    torch.save(record(hidden=True, mistakes=mistakes), Path(folder) / "references" / EXPECTED_NAME)
-    shutil.copyfile(EDITION_SOURCE / "references.py", Path(folder) / "references" / "__init__.py")
-    (Path(folder) / "mistakes.json").write_text(json.dumps(mistakes, indent=1, sort_keys=True))
+    import ticketnet
+    for section in sections:
+        (Path(folder) / section).mkdir(mode=0o755)
+        mistakes = {}
+        try:
+            recorded = record([section], hidden=True, mistakes=mistakes)
+        except ticketnet.DataError as error:
+            (Path(folder) / section / "unavailable.txt").write_text(str(error))
+            continue
+        torch.save(recorded, Path(folder) / section / EXPECTED_NAME)
+        (Path(folder) / section / "mistakes.json").write_text(json.dumps(mistakes, indent=1, sort_keys=True))
 
 
 def _recorded():
-    """The folder of this state of the course in KERNEL_REFERENCES, recorded if need be."""
-    folder = KERNEL_REFERENCES / _course_state()
+    """The folder of this state of the course in KERNEL_REFERENCES: a folder per section recorded
+    (see _record_for_kernels), and `references`, the reader with every recorded section's results.
+    A section not recorded yet is recorded now; one whose data was missing is tried again, so that
+    a section 1 check needs no Banking77 and section 7 grades once its files are there."""
+    import torch
+    state = KERNEL_REFERENCES / _course_state()
     KERNEL_REFERENCES.mkdir(parents=True, exist_ok=True)
     with open(KERNEL_REFERENCES / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one recording at a time, also among parallel graders
-        if not (folder / "mistakes.json").is_file():
+        state.mkdir(exist_ok=True)
+        todo = [section for section in SECTIONS if not (state / section / EXPECTED_NAME).is_file()]
+        shown = state / "references"  # what the grading sandbox shows as grader/references
+        if todo:
             with tempfile.TemporaryDirectory(dir=KERNEL_REFERENCES) as work:
-                made = Path(work) / "state"
-                made.mkdir(mode=0o755)
                 run = subprocess.run([sys.executable, "-c", "import sys; from grader import publish; "
-                                      "publish._record_for_kernels(sys.argv[1])", made],
+                                      "publish._record_for_kernels(sys.argv[1], sys.argv[2:])", work, *todo],
                                      cwd=ROOT, capture_output=True, text=True)
                 if run.returncode != 0:
                     raise RuntimeError("recording the results the checks compare with failed (the solution "
                                        f"notebooks and catalogues ran in {ROOT}):\n{run.stderr[-3000:]}")
-                for path in (made / "references").iterdir():
-                    path.chmod(0o644)  # the sandbox's user reads them
-                shutil.rmtree(folder, ignore_errors=True)  # what a recording that died midway left
-                made.rename(folder)
-        folder.touch()
+                for section in todo:  # what a recording that died midway left is replaced
+                    shutil.rmtree(state / section, ignore_errors=True)
+                    (Path(work) / section).rename(state / section)
+        if not (shown / "__init__.py").is_file() or any((state / s / EXPECTED_NAME).is_file() for s in todo):
+            # files replaced one by one, in place: a sandbox running now may show this folder
+            shown.mkdir(mode=0o755, exist_ok=True)
+            merged = {}
+            for section in SECTIONS:
+                if (state / section / EXPECTED_NAME).is_file():
+                    merged.update(torch.load(state / section / EXPECTED_NAME, weights_only=True))
+            torch.save(dict(sorted(merged.items())), shown / ".expected.new")
+            shutil.copyfile(EDITION_SOURCE / "references.py", shown / ".init.new")
+            for new, name in ((".expected.new", EXPECTED_NAME), (".init.new", "__init__.py")):
+                (shown / new).chmod(0o644)  # the sandbox's user reads them
+                os.replace(shown / new, shown / name)
+        os.utime(state)
         week = time.time() - 7 * 24 * 3600
         for old in KERNEL_REFERENCES.iterdir():
-            if old.is_dir() and old != folder and old.stat().st_mtime < week:
+            if old.is_dir() and old != state and old.stat().st_mtime < week:
                 shutil.rmtree(old, ignore_errors=True)
-    return folder
+    return state
 
 
 def kernel_references():
@@ -223,14 +299,20 @@ def kernel_references():
     reader with the results of every check, hidden tests included. A kernel that could import the
     code computing them could hand the course's own attention in as its answer. Recorded (about
     half a minute) by a process of its own the first time a state of the course grades, then kept
-    in KERNEL_REFERENCES; recordings unused for a week are removed."""
+    in KERNEL_REFERENCES; recordings unused for a week are removed. A section whose data is
+    missing here is left out (its own notebook then fails on the data, saying where to put it)."""
     return _recorded() / "references"
 
 
 def catalogued_mistakes():
     """{"section, check, message shape": [names of the catalogue's wrong answers failing with it]},
-    recorded with kernel_references()."""
-    return json.loads((_recorded() / "mistakes.json").read_text())
+    recorded with kernel_references(), for the sections recorded."""
+    state = _recorded()
+    mistakes = {}
+    for section in SECTIONS:
+        if (state / section / "mistakes.json").is_file():
+            mistakes.update(json.loads((state / section / "mistakes.json").read_text()))
+    return mistakes
 
 
 def _same_results(path, other):

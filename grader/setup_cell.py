@@ -1,10 +1,12 @@
 """The set-up cell that opens every notebook, written once here.
 
 It finds the course folder (the one holding ticketnet.py) in $COURSE_ROOT (the autograder sets it)
-or above the notebook; on Colab or Kaggle,
-where the notebook arrives alone, it clones the course and installs only what the platform lacks
-(never torch). It then checks the libraries' versions against grader.course.SUPPORTED. Within
-them it prints no path or version, so its output replays the same on every machine.
+or above the notebook; on Colab or Kaggle, where the notebook arrives alone, it clones the course
+and installs only what the platform lacks (never torch). A failed clone names the address and
+which of three things failed (nothing at the address, a login asked for, no network), since each
+asks the student for something else; on Kaggle, no network means its Internet switch is off. It
+then checks the libraries' versions against grader.course.SUPPORTED. Within them it prints no
+path or version, so its output replays the same on every machine.
 
 A student's kernel keeps PyTorch's threads (every core), so the trained sections run faster
 (bench/notebooks.py measures by how much). Their numbers move only in the last digits, within the
@@ -31,11 +33,21 @@ if COURSE is None:  # the notebook was opened alone: fetch the course beside it
     COURSE = here / "transformer-block-course"
     if not (COURSE / "ticketnet.py").is_file():
         print(f"Fetching the course from {{REPO}} ...")
-        fetched = subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPO, str(COURSE)])
-        if fetched.returncode != 0:
-            raise RuntimeError("Could not fetch the course. No internet? On Kaggle, switch on "
-                               "Settings > Internet (it needs a verified phone number); elsewhere, "
-                               "download the repository and open the notebook inside it.")
+        fetched = subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPO, str(COURSE)], text=True,
+                                 capture_output=True, env={{**os.environ, "GIT_TERMINAL_PROMPT": "0"}})
+        if fetched.returncode != 0:  # say which of the three it was: the address, a login, the network
+            said = fetched.stderr.lower()
+            if any(s in said for s in ("not found", "does not exist", "not appear to be a git repository")):
+                why = "nothing is there: the address is wrong, or the course has moved"
+            elif any(s in said for s in ("authentication", "could not read username", " 401", " 403")):
+                why = "the server asked for a login: the repository is private, or none is at that address"
+            elif PLATFORM == "Kaggle":
+                why = ("no network: switch on Internet in the editor's right-hand panel (Session options > "
+                       "Internet on; it needs a phone-verified account), then run this cell again")
+            else:
+                why = "no network? Connect, or download the course and open the notebook inside it"
+            raise RuntimeError(f"Could not fetch the course from {{REPO}}: {{why}}. (git said: "
+                               f"{{(fetched.stderr.strip().splitlines() or ['nothing'])[0]}})")
     if importlib.util.find_spec("torch") is None:
         raise RuntimeError("PyTorch is missing: install it first (the CPU build is enough).")
     missing = [package for module, package in [("pandas", "pandas"), ("matplotlib", "matplotlib"),

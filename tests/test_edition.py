@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import nbformat
 import pytest
@@ -33,15 +34,54 @@ def test_the_edition_is_a_git_repository_of_the_release_library_data_and_checks(
     tracked = _run(["git", "ls-files"], folder).stdout.split()
     assert commit and set(tracked) == set(manifest["files"]) | {publish.MANIFEST}
     assert {path.split("/")[0] for path in tracked} == {
-        ".gitignore", "EDITION.json", "LICENSE", "README.md", "data", "environment.yml", "grader",
+        ".gitignore", "EDITION.json", "LICENSE", "README.md", "bench", "data", "environment.yml", "grader",
         "notebooks", "requirements.txt", "ticketnet.py"}
+    assert sorted(p for p in tracked if p.startswith("bench/")) == [
+        "bench/positions.py", "bench/results/positions.csv", "bench/results/tuning.csv", "bench/tuning.py"]
     assert sorted(p for p in tracked if p.startswith("notebooks/")) == [
         f"notebooks/{s}/{s}.ipynb" for s in SECTIONS]
     assert {p for p in tracked if p.startswith("grader/references/")} == {
         "grader/references/__init__.py", publish.EXPECTED}
-    for absent in ("solutions/", "grader/catalogue/", "grader/examples/", "tests/", "bench/"):
+    for absent in ("solutions/", "grader/catalogue/", "grader/examples/", "tests/", "bench/grading.py"):
         assert not any(p.startswith(absent) for p in tracked), absent
     assert json.loads((folder / publish.MANIFEST).read_text())["files"] == manifest["files"]
+
+
+def files_the_release_reads():
+    """Every path a code cell of a release notebook builds from the course's folder, as in
+    `ROOT / "bench" / "results" / "tuning.csv"`, and every script a cell runs
+    (`python bench/tuning.py`)."""
+    found = set()
+    for section in SECTIONS:
+        for cell in nbformat.read(ROOT / "notebooks" / section / f"{section}.ipynb", as_version=4).cells:
+            if cell.cell_type == "code":
+                for chain in re.findall(r"\bROOT((?:\s*/\s*\"[^\"]+\")+)", cell.source):
+                    found.add("/".join(re.findall(r'"([^"]+)"', chain)))
+            found.update(re.findall(r"python (bench/\w+\.py)", cell.source))
+    return found
+
+
+def test_every_file_a_release_notebook_reads_is_in_the_edition(edition):
+    folder, manifest, _ = edition
+    read = files_the_release_reads()
+    assert {"bench/results/positions.csv", "bench/results/tuning.csv", "bench/positions.py",
+            "bench/tuning.py"} <= read, read  # the search finds section 6's tables and scripts
+    assert sorted(read - set(manifest["files"])) == []
+
+
+def test_the_students_requirements_hold_the_course_and_nothing_of_grading(edition):
+    from test_environment import pins
+    folder, _, _ = edition
+    student, ours = pins(folder / "requirements.txt"), pins(ROOT / "requirements.txt")
+    assert {name: ours.get(name) for name in student} == student, "a pin differs from requirements.txt"
+    for needed in ("torch", "numpy", "pandas", "matplotlib", "scikit-learn", "tqdm", "jupyterlab", "ipykernel",
+                   "nbclient", "nbformat", "jupyter-client"):
+        assert needed in student, needed
+    for grading in ("nbgrader", "nbval", "pytest", "pytest-xdist", "distributed", "dask", "playwright", "coverage"):
+        assert grading not in student, grading
+    text = (folder / "requirements.txt").read_text()
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in text and "Linux" in text
+    assert "download.pytorch.org/whl/cpu" in (folder / "README.md").read_text()
 
 
 def test_the_edition_holds_no_line_of_any_solution_hidden_test_or_mark_scheme(edition):
@@ -102,15 +142,20 @@ def assert_model_answers_pass_the_editions_check(folder, section, python=sys.exe
     assert "hidden tests" in run.stdout
 
 
-@pytest.mark.parametrize("section", ["01-heads", "04-residuals"])
+@pytest.mark.parametrize("section", ["01-heads", "04-residuals", "06-tiny-transformer"])
 def test_the_model_answers_pass_every_visible_check_run_by_the_editions_own_command(edition, section):
+    """Section 6 in the grading mode, as the autograder runs it: every network trains briefly
+    (a student's full run takes about a minute on 2 cores; the check must not)."""
+    started = time.monotonic()
     assert_model_answers_pass_the_editions_check(edition[0], section)
+    assert time.monotonic() - started < 120
 
 
 def test_the_editions_check_names_an_unwritten_task(edition):
     folder, _, _ = edition
     run = _run([sys.executable, "-m", "grader", "check", "notebooks/03-norms/03-norms.ipynb"], folder, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stderr == "", run.stderr  # no kernel warning (over TCP, the debugger's, a parent gone)
     assert re.search(r"test_layer_norm\s+0/2\s+AssertionError: layer_norm is not written yet", run.stdout), run.stdout
 
 
@@ -161,5 +206,5 @@ def test_the_editions_check_reports_an_endless_loop_and_the_checks_it_kept_from_
     finally:
         looping.unlink()
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "ran past the 5 s limit" in run.stdout
+    assert re.search(r"code cell \d+ \('def split_heads\(h, heads\):'\) ran past the 5 s limit", run.stdout), run.stdout
     assert re.search(r"test_key_padding_mask\s+0/2\s+not run: the notebook stopped before this check", run.stdout), run.stdout

@@ -53,6 +53,49 @@ def test_the_set_up_cell_keeps_one_thread_only_when_graded(graded, tmp_path):
     assert run.stdout.splitlines()[-1] == f"threads {1 if graded else 2}", run.stdout
 
 
+@pytest.fixture(scope="module")
+def git_host():
+    """A web server on this machine that answers as a git host does for a missing repository
+    (404) and for a private one (401, asking for a login)."""
+    import http.server
+    import threading
+
+    class Host(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(401 if "private" in self.path else 404)
+            if "private" in self.path:
+                self.send_header("WWW-Authenticate", 'Basic realm="course"')
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Host)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.mark.parametrize("address, platform, why", [
+    ("{host}/missing.git", "", "nothing is there: the address is wrong, or the course has moved"),
+    ("file:///nowhere/course.git", "", "nothing is there: the address is wrong"),
+    ("{host}/private.git", "", "the server asked for a login: the repository is private, or none is at that address"),
+    ("http://127.0.0.1:9/course.git", "", "no network? Connect, or download the course"),
+    ("http://127.0.0.1:9/course.git", "kaggle_secrets",
+     "no network: switch on Internet in the editor's right-hand panel (Session options > Internet on"),
+], ids=["not found", "no such folder", "login", "no network", "no network on Kaggle"])
+def test_a_failed_clone_names_the_address_and_what_failed(address, platform, why, git_host, tmp_path):
+    address = address.format(host=git_host)
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_ROOT", "NBGRADER_EXECUTION")}
+    code = (f"import sys, types; sys.modules[{platform!r}] = types.ModuleType({platform!r})\n" if platform else "")
+    run = subprocess.run([sys.executable, "-c", code + setup_cell.SOURCE], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, env={**env, "COURSE_REPO": address})
+    stopped = run.stderr.strip().splitlines()[-1]
+    assert stopped.startswith(f"RuntimeError: Could not fetch the course from {address}: {why}"), stopped
+    assert "(git said: fatal: " in stopped, stopped
+    assert not (tmp_path / "transformer-block-course").exists()
+
+
 @pytest.mark.parametrize("section", SECTIONS)
 def test_each_answer_cell_is_followed_by_its_check_cell_with_points_and_hidden_tests(section):
     cells = read(solution_notebook(section)).cells

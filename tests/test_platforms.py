@@ -1,11 +1,17 @@
-"""The course under a platform's own versions, not only under our pins.
+"""The course under each platform's own versions, not only under our pins.
 
 On Colab and Kaggle the set-up cell installs only what is missing, so the course runs on their
-Python and libraries. `make test` builds .venv-colab from platforms/colab.txt (Colab's runtime,
-Python 3.13) and sets COLAB_PYTHON; these tests run the course in it: every solution notebook
-clean, every catalogue entry with the verdict and message it gets under our pins, and a release
-notebook opened alone in an empty folder. The supported range (grader.course.SUPPORTED) runs from
-that platform's versions to our pins, and every notebook's set-up cell checks it.
+Python and libraries; a student who installs today gets the newest releases. platforms/ is the
+one place that says which platforms exist: each platforms/NAME.in names its versions, where they
+come from, its Python (`# python: X.Y`) and the module its kernel holds (`# platform module:`),
+and platforms/NAME.txt locks it. `make test` builds one environment per lock and sets
+PLATFORM_PYTHONS ("NAME=/path/to/python ..."); the tests of each platform (a class, so that the
+parallel suite spreads the platforms over its workers) run the course in it: every solution
+notebook clean, every catalogue entry with the verdict and message it gets under our pins, the
+edition's own check, and every release notebook opened alone in an empty folder, fetched by its
+set-up cell, untouched and with the model answers written in. The supported range
+(grader.course.SUPPORTED) runs from the oldest platform's versions to the newest, and every
+notebook's set-up cell checks it.
 """
 
 import json
@@ -13,7 +19,6 @@ import os
 import platform
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,44 +29,45 @@ from test_edition import assert_model_answers_pass_the_editions_check
 from test_environment import pins
 
 ROOT = Path(__file__).resolve().parents[1]
+LIBRARIES = ("torch", "numpy", "pandas", "matplotlib", "scikit-learn")
 
 
-@pytest.fixture(scope="module")
-def colab():
-    """The Python of the Colab environment that `make test` built."""
-    python = os.environ.get("COLAB_PYTHON")
-    if not python:
-        pytest.skip("COLAB_PYTHON is not set: `make test` builds .venv-colab and sets it "
-                    "(`make test PLATFORMS=` leaves the platform out)")
-    assert Path(python).is_file(), f"COLAB_PYTHON={python} does not exist; run `make test`"
-    return python
+def _header(name, field):
+    found = re.search(rf"^# {field}: *(\S+)", (ROOT / "platforms" / f"{name}.in").read_text(), re.M)
+    assert found, f"platforms/{name}.in has no line '# {field}: ...'"
+    return found[1]
 
 
-def _run(python, *args, timeout=1200, env=None):
-    return subprocess.run([python, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env=None if env is None else {**os.environ, **env})
+PLATFORMS = sorted(path.stem for path in (ROOT / "platforms").glob("*.in"))
+PYTHON_OF = {name: _header(name, "python") for name in PLATFORMS}
+MODULE_OF = {name: "" if _header(name, "platform module") == "none" else _header(name, "platform module")
+             for name in PLATFORMS}
 
 
-def test_the_colab_environment_holds_exactly_the_locked_versions(colab):
-    frozen = _run(colab, "-m", "pip", "freeze")
-    installed = {line.partition("==")[0].lower().replace("_", "-"): line.partition("==")[2]
-                 for line in frozen.stdout.splitlines() if "==" in line}
-    assert installed == pins(ROOT / "platforms" / "colab.txt")
-    version = _run(colab, "-c", "import platform; print(platform.python_version())").stdout
-    assert version.startswith("3.13."), version
+def _release(version):
+    return course._release(version)
 
 
-def test_the_supported_range_runs_from_the_platforms_versions_to_our_pins():
-    colab, ours = pins(ROOT / "platforms" / "colab.txt"), pins(ROOT / "requirements.txt")
-    for name, (oldest, newest) in SUPPORTED.items():
-        if name == "python":
-            assert (oldest, newest) == ("3.11", "3.13"), "our pins are for 3.11, Colab runs 3.13"
-        else:
-            assert (oldest, newest) == (colab[name], ours[name]), name
-    for name in ("torch", "numpy", "pandas", "matplotlib", "scikit-learn", "tqdm", "ipykernel",
-                 "nbclient", "nbformat"):
-        assert re.search(rf"^{name}=={re.escape(colab[name])}\b", (ROOT / "platforms" / "colab.in").read_text(),
-                         re.M), f"platforms/colab.in does not pin {name} as colab.txt does"
+def test_the_platforms_are_kaggle_colab_and_the_newest_releases_each_locked():
+    assert PLATFORMS == ["colab", "kaggle", "newest"]
+    assert MODULE_OF == {"colab": "google.colab", "kaggle": "kaggle_secrets", "newest": ""}
+    for name in PLATFORMS:
+        locked = pins(ROOT / "platforms" / f"{name}.txt")
+        for requirement in (ROOT / "platforms" / f"{name}.in").read_text().splitlines():
+            spec = requirement.split("#")[0].strip()
+            if "==" in spec:
+                package, _, version = spec.partition("==")
+                assert locked.get(package) == version, f"platforms/{name}.txt does not pin {spec} as {name}.in does"
+
+
+def test_the_supported_range_runs_from_the_oldest_platform_to_the_newest():
+    every = {name: pins(ROOT / "platforms" / f"{name}.txt") for name in PLATFORMS}
+    every["our pins"] = pins(ROOT / "requirements.txt")
+    for library in LIBRARIES:
+        versions = sorted((found[library] for found in every.values()), key=_release)
+        assert SUPPORTED[library] == (versions[0], versions[-1]), library
+    pythons = sorted([*PYTHON_OF.values(), "3.11"], key=_release)  # our pins are made on 3.11
+    assert SUPPORTED["python"] == (pythons[0], pythons[-1])
 
 
 def test_the_readme_states_the_supported_range():
@@ -71,67 +77,98 @@ def test_the_readme_states_the_supported_range():
             f"README.md's table of supported versions lacks | {name} | {oldest} | {newest} |"
 
 
-def test_a_library_older_than_the_platforms_stops_the_set_up_cell_in_one_line(monkeypatch, capsys):
+def test_a_library_older_than_the_oldest_platform_stops_the_set_up_cell_in_one_line(monkeypatch, capsys):
     monkeypatch.setattr(course, "installed_versions",
-                        lambda: {"python": "3.13.2", "pandas": "2.1.4", "torch": "2.11.0+cu126"})
+                        lambda: {"python": "3.12.13", "pandas": "2.1.4", "torch": "2.10.0+cpu"})
     with pytest.raises(RuntimeError) as stopped:
         course.check_versions()
-    assert str(stopped.value) == ("Too old for this course: pandas 2.1.4 (the course needs 2.2.3 or "
+    assert str(stopped.value) == ("Too old for this course: pandas 2.1.4 (the course needs 2.2.2 or "
                                   "newer). Upgrade, then restart the kernel.")
-    monkeypatch.setattr(course, "installed_versions", lambda: {"python": "3.14.0", "numpy": "2.5.0"})
+    monkeypatch.setattr(course, "installed_versions", lambda: {"python": "3.14.0", "numpy": "2.6.0"})
     course.check_versions()
     assert capsys.readouterr().out == ("Newer than this course was tested with: python 3.14.0 (tested "
-                                       "up to 3.13); numpy 2.5.0 (tested up to 2.4.6).\n")
+                                       "up to 3.13); numpy 2.6.0 (tested up to 2.5.5).\n")
 
 
 def test_within_the_range_the_set_up_cell_says_nothing(capsys):
     for name, (oldest, newest) in SUPPORTED.items():
         assert course.unsupported({name: oldest}) == course.unsupported({name: newest}) == ([], [])
-    assert course.unsupported({"python": "3.13.7", "torch": "2.11.0+cu130"}) == ([], [])
+    assert course.unsupported({"python": "3.12.13", "torch": "2.10.0+cpu", "numpy": "2.0.2"}) == ([], [])
     course.check_versions()  # this environment: our pins
     assert capsys.readouterr().out == ""
 
 
-@pytest.mark.parametrize("section", SECTIONS)
-def test_each_solution_notebook_runs_clean_under_colabs_versions(colab, section):
-    """No error and nothing on stderr (no warning), as the autograder runs it (briefly)."""
-    run = _run(colab, "tests/platform_probe.py", str(solution_notebook(section)))
-    assert run.returncode == 0, run.stderr[-3000:]
-    (problems,) = json.loads(run.stdout).values()
-    assert problems == [], "\n".join(problems)
+def _run(python, *args, timeout=1800, env=None):
+    return subprocess.run([python, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env=None if env is None else {**os.environ, **env})
 
 
-def test_every_catalogue_entry_gets_the_same_verdict_under_colabs_versions(colab):
-    """tests/test_catalogue.py holds every wrong answer to its message and every right answer to
-    full marks; here it runs in the Colab environment (without our pins' pytest plugins)."""
-    run = _run(colab, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q",
-               "-W", "ignore::DeprecationWarning", "tests/test_catalogue.py", "-k", "not TestStudentEdition")
-    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
-    assert re.search(r"\b\d+ passed\b", run.stdout) and " failed" not in run.stdout
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def edition(tmp_path_factory):
-    """A student edition published here, under our pins."""
+    """A student edition published here, under our pins: publishing needs nbgrader, which the
+    platforms lack, so the edition comes from our pins, as in real life."""
     from grader import publish
     folder = tmp_path_factory.mktemp("edition") / "course-student"
     publish.publish(folder)
     return folder
 
 
-@pytest.mark.parametrize("section", ["01-heads", "05-block"])
-def test_an_edition_published_under_our_pins_checks_the_model_answers_under_colabs_versions(
-        colab, edition, section):
-    """The results a student's checks compare with are recorded where the instructor publishes;
-    the student runs them on Colab's versions."""
-    assert_model_answers_pass_the_editions_check(edition, section, python=colab)
+class OnPlatform:
+    """The course under one platform's locked versions; a subclass per platform names it."""
+    name = None
+
+    @pytest.fixture(scope="class")
+    def python(self):
+        given = dict(entry.split("=", 1) for entry in os.environ.get("PLATFORM_PYTHONS", "").split())
+        if self.name not in given:
+            pytest.skip(f"PLATFORM_PYTHONS names no {self.name} environment: `make test` builds one per "
+                        "platforms/*.txt and sets it (`make test PLATFORMS=` leaves them out)")
+        assert Path(given[self.name]).is_file(), f"{given[self.name]} does not exist; run `make test`"
+        return given[self.name]
+
+    def test_the_environment_holds_exactly_the_locked_versions(self, python):
+        frozen = _run(python, "-m", "pip", "freeze")
+        installed = {line.partition("==")[0].lower().replace("_", "-"): line.partition("==")[2]
+                     for line in frozen.stdout.splitlines() if "==" in line}
+        assert installed == pins(ROOT / "platforms" / f"{self.name}.txt")
+        version = _run(python, "-c", "import platform; print(platform.python_version())").stdout
+        assert version.startswith(PYTHON_OF[self.name] + "."), version
+
+    @pytest.mark.parametrize("section", SECTIONS)
+    def test_each_solution_notebook_runs_clean(self, python, section):
+        """No error and nothing on stderr (no warning), as the autograder runs it (briefly)."""
+        run = _run(python, "tests/platform_probe.py", str(solution_notebook(section)))
+        assert run.returncode == 0, run.stderr[-3000:]
+        (problems,) = json.loads(run.stdout).values()
+        assert problems == [], "\n".join(problems)
+
+    def test_every_catalogue_entry_gets_the_same_verdict(self, python):
+        """tests/test_catalogue.py holds every wrong answer to its message and every right answer to
+        full marks; here it runs in the platform's environment (without our pins' pytest plugins)."""
+        run = _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q",
+                   "-W", "ignore::DeprecationWarning", "tests/test_catalogue.py", "-k", "not TestStudentEdition")
+        assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+        assert re.search(r"\b\d+ passed\b", run.stdout) and " failed" not in run.stdout
+
+    @pytest.mark.parametrize("section", ["01-heads", "05-block"])
+    def test_an_edition_published_under_our_pins_checks_the_model_answers(self, python, edition, section):
+        """The results a student's checks compare with are recorded where the instructor
+        publishes; the student runs them on the platform's versions."""
+        assert_model_answers_pass_the_editions_check(edition, section, python=python)
+
+    def test_every_release_notebook_alone_fetches_the_edition_and_passes_with_the_model_answers(
+            self, python, edition):
+        """tests/test_release_alone.py, run by the platform's Python against the edition served as
+        a git repository, with the platform's module standing in the kernel."""
+        run = _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q",
+                   "tests/test_release_alone.py",
+                   env={"COURSE_EDITION": str(edition), "PLATFORM_STANDIN": MODULE_OF[self.name]})
+        assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+        assert re.search(rf"\b{2 * len(SECTIONS)} passed\b", run.stdout), run.stdout[-2000:]
 
 
-def test_a_release_notebook_alone_fetches_the_course_under_colabs_versions(colab, edition):
-    """Publishing needs nbgrader, which Colab lacks: the edition comes from our pins, as in real life."""
-    run = _run(colab, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q", "tests/test_colab.py",
-               env={"COURSE_EDITION": str(edition)})
-    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+for _name in PLATFORMS:  # TestOnColab, TestOnKaggle, TestOnNewest
+    globals()[f"TestOn{_name.title()}"] = type(f"TestOn{_name.title()}", (OnPlatform,), {"name": _name})
 
 
 def test_make_takes_torch_from_pytorchs_cpu_index_unless_this_machine_has_the_wheel(tmp_path):
@@ -153,3 +190,12 @@ def test_make_takes_torch_from_pytorchs_cpu_index_unless_this_machine_has_the_wh
              if list(Path(folder).glob(f"torch-{pinned}-*.whl"))]
     if local:  # as on the course's own machines: a wheel of the pinned torch lies on disk
         assert "--extra-index-url" not in install_command(), f"{local[0]} holds torch {pinned}: no index needed"
+
+
+def test_make_builds_one_environment_per_platform_lock():
+    """make -n test: each platform's venv from its own lock, on its own Python, and the tests told
+    where each is."""
+    printed = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True,
+                             env={k: v for k, v in os.environ.items() if not k.startswith("MAKE")}).stdout
+    for name in PLATFORMS:
+        assert re.search(rf"PLATFORM_PYTHONS=\"[^\"]*\b{name}=\S*venv-{name}-[0-9a-f]{{12}}/bin/python", printed), printed[-3000:]

@@ -1,0 +1,134 @@
+"""A release notebook opened alone, as a student opens it on Colab or Kaggle: copied into an empty
+folder, with the course address pointed at a student edition published from this checkout
+(`python -m grader publish`) and served as a git repository (a file:// address), executed
+headless. Its set-up cell must fetch the edition through its own clone, and the notebook must run
+as a student sees it:
+- untouched, up to the first task's check (sections 5 and 6: up to the cell that reads the
+  student's earlier notebooks, which asks for them to be written or pasted);
+- with the model answers written in, and the earlier sections' code pasted where the notebook
+  asks for it on Colab or Kaggle, from top to bottom: no cell raises, every check passes.
+
+tests/test_platforms.py runs this file under each platform's versions; PLATFORM_STANDIN then
+names the module that tells the set-up cell which platform it is on (google.colab,
+kaggle_secrets), and a stand-in of it is imported in the kernel before any cell runs."""
+
+import ast
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+import ticketnet
+from grader import publish, release
+from grader.course import is_parts_cell, release_notebook, solution_notebook
+
+# the name the set-up cell prints for each module that marks a platform (grader.setup_cell)
+PLATFORM_NAMES = {"google.colab": "Colab", "kaggle_secrets": "Kaggle", "": "this computer"}
+
+
+@pytest.fixture(scope="module")
+def course_clone(tmp_path_factory):
+    """A student edition published from this checkout, standing in for the public repository (or,
+    under another platform's versions, the one COURSE_EDITION names, published under our pins)."""
+    if os.environ.get("COURSE_EDITION"):
+        return Path(os.environ["COURSE_EDITION"])
+    target = tmp_path_factory.mktemp("origin") / "course-student"
+    publish.publish(target)
+    return target
+
+
+@pytest.fixture
+def alone(course_clone, tmp_path, monkeypatch):
+    """An empty folder to open a notebook in, on the platform PLATFORM_STANDIN names: the kernel
+    imports a stand-in of that module first (sitecustomize), as the platform's own kernel does."""
+    standin = os.environ.get("PLATFORM_STANDIN", "")
+    monkeypatch.delenv("COURSE_ROOT", raising=False)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.setenv("COURSE_REPO", course_clone.as_uri())
+    if standin:
+        site = tmp_path / "platform-site"
+        site.mkdir()
+        (site / "sitecustomize.py").write_text(f"import sys, types\nsys.modules[{standin!r}] = types.ModuleType({standin!r})\n")
+        monkeypatch.setenv("PYTHONPATH", str(site))
+    folder = tmp_path / "opened"
+    folder.mkdir()
+    return folder, PLATFORM_NAMES[standin]
+
+
+def _execute(notebook, folder):
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(folder)}}).execute()
+
+
+def _assert_fetched(notebook, folder, platform_name):
+    setup = next(c for c in notebook.cells if c.cell_type == "code")
+    printed = "".join(o.get("text", "") for o in setup.outputs)
+    assert "Fetching the course" in printed and f"Course ready on {platform_name}." in printed, printed
+    fetched = folder / "transformer-block-course"
+    assert (fetched / "ticketnet.py").is_file()
+    assert not (fetched / "solutions").exists() and not (fetched / "grader" / "catalogue").exists()
+
+
+@pytest.mark.parametrize("section", release.sections_with_solutions())
+def test_a_release_notebook_alone_in_an_empty_folder_fetches_the_course_and_runs_to_the_first_task(
+        section, alone):
+    folder, platform_name = alone
+    opened = folder / f"{section}.ipynb"
+    opened.write_bytes(release_notebook(section).read_bytes())
+    notebook = nbformat.read(opened, as_version=4)
+    with pytest.raises(CellExecutionError) as stopped:
+        _execute(notebook, folder)
+    _assert_fetched(notebook, folder, platform_name)
+    failed = next(c for c in notebook.cells if any(o.output_type == "error" for o in c.get("outputs", [])))
+    if is_parts_cell(failed):  # sections 5 and 6 read the earlier notebooks, none of them written yet
+        assert "paste" in str(stopped.value), str(stopped.value)[-2000:]
+    else:
+        assert failed.metadata.get("nbgrader", {}).get("grade"), "the first error is not a task's check"
+        assert "not written yet" in str(stopped.value)
+    ran = [c for c in notebook.cells[:notebook.cells.index(failed)] if c.cell_type == "code"]
+    assert all(c.execution_count for c in ran), "a cell before the first check did not run"
+    written = [name for name in os.listdir(folder) if not name.endswith(".pt")]  # a trained model may be saved
+    assert sorted(written) == sorted([opened.name, "transformer-block-course"])
+
+
+def answered_alone(section):
+    """The release notebook of `section` as a student who wrote the model answers holds it on Colab:
+    each answer cell (code and written) as the solution's, without nbgrader's solution markers,
+    and the cell that reads earlier notebooks with their code pasted in place of its load_parts
+    lines, as that cell asks there."""
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source
+               for c in nbformat.read(solution_notebook(section), as_version=4).cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    notebook = nbformat.read(release_notebook(section), as_version=4)
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = "\n".join(line for line in answers[grade_id].splitlines()
+                                    if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+        elif is_parts_cell(cell):
+            pasted = []
+            for statement in ast.parse(cell.source).body:
+                loaded = ticketnet.loads_parts(statement)
+                pasted.append(ticketnet.part_source(solution_notebook(loaded[0]), loaded[1]) if loaded
+                              else ast.get_source_segment(cell.source, statement))
+            cell.source = "\n".join(pasted)
+    return notebook
+
+
+@pytest.mark.parametrize("section", release.sections_with_solutions())
+def test_a_release_notebook_alone_with_the_model_answers_written_in_passes_every_check(section, alone):
+    """From the set-up cell's own fetch to the last cell, as the student runs it (no grading mode):
+    section 6 reads its recorded tables from the fetched edition, section 7 its data."""
+    folder, platform_name = alone
+    notebook = answered_alone(section)
+    nbformat.write(notebook, folder / f"{section}.ipynb")
+    _execute(notebook, folder)  # raises on the first cell that raises
+    _assert_fetched(notebook, folder, platform_name)
+    checks = [c for c in notebook.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
+    assert checks
+    for cell in checks:
+        printed = "".join(o.get("text", "") for o in cell.outputs)
+        assert "Check passed" in printed, f"{cell.metadata['nbgrader']['grade_id']}: {printed[-500:]}"
