@@ -40,7 +40,7 @@ PLATFORM_VENVS := $(foreach p,$(PLATFORMS),$(call platform_venv,$(p)))
 # What the tests read: NAME=/path/to/python for each platform (tests/test_platforms.py)
 PLATFORM_PYTHONS := $(foreach p,$(PLATFORMS),$(p)=$(call platform_venv,$(p))/bin/python)
 
-.PHONY: demo test mutation lock lock-platform clean bubblewrap chromium
+.PHONY: demo test mutation remeasure lock lock-platform clean bubblewrap chromium
 
 # System packages, installed with apt where make runs as root; elsewhere one line names the
 # package. $(call system_package,PACKAGE,PROGRAM,WHY): nothing to do when PROGRAM is on the PATH.
@@ -122,6 +122,11 @@ lock:
 	/tmp/course-lock/bin/pip install --quiet -r requirements.in
 	{ sed -n '1,2p' requirements.txt; /tmp/course-lock/bin/pip freeze | sed 's/+cpu$$//'; } > requirements.txt.new
 	mv requirements.txt.new requirements.txt
+
+# Re-run the benchmarks whose tables measured files that have changed since (bench/tables.py), on a
+# quiet machine, after committing the code they measure; then commit BENCHMARKS.md.
+remeasure: $(VENV)/.installed
+	$(BIN)/python bench/tables.py --run
 
 # Re-pin a platform's environment after editing platforms/NAME.in: make lock-platform PLATFORM=NAME
 lock-platform:

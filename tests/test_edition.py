@@ -208,3 +208,51 @@ def test_the_editions_check_reports_an_endless_loop_and_the_checks_it_kept_from_
     assert run.returncode == 0, run.stderr[-3000:]
     assert re.search(r"code cell \d+ \('def split_heads\(h, heads\):'\) ran past the 5 s limit", run.stdout), run.stdout
     assert re.search(r"test_key_padding_mask\s+0/2\s+not run: the notebook stopped before this check", run.stdout), run.stdout
+
+
+@pytest.fixture
+def offline(banking77_dir, tmp_path, monkeypatch):
+    """No Banking77 on this machine and no way to download it: an empty download cache, no
+    BANKING77_DIR, and every download sent to a proxy that refuses it (this process and the
+    recording's own). Returns where the shared copy is, to put it back."""
+    import ticketnet
+    monkeypatch.delenv("BANKING77_DIR", raising=False)
+    monkeypatch.setenv("TICKETNET_CACHE", str(tmp_path / "empty-cache"))
+    for proxy in ("https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY"):
+        monkeypatch.setenv(proxy, "http://127.0.0.1:9")
+    with pytest.raises(ticketnet.DataError, match="could not download"):
+        ticketnet.load_banking77()
+    return banking77_dir
+
+
+def test_offline_a_section_1_check_records_section_1_and_section_7_once_its_data_is_there(
+        offline, tmp_path, monkeypatch):
+    """The grading kernels' recorded results (publish.kernel_references) are made section by
+    section: without Banking77, section 7 is left out, saying why, and the other sections grade;
+    given the files, the next grading records section 7 alone."""
+    import torch
+    monkeypatch.setattr(publish, "KERNEL_REFERENCES", tmp_path / "references")
+    monkeypatch.setattr(publish, "SECTIONS", ("01-heads", "07-banking77"))
+    shown = publish.kernel_references()
+    keys = torch.load(shown / publish.EXPECTED_NAME, weights_only=True).keys()
+    assert keys and all(key.startswith("heads.") for key in keys), sorted(keys)[:5]
+    state = shown.parent
+    assert "set BANKING77_DIR" in (state / "07-banking77" / "unavailable.txt").read_text()
+    first = (state / "01-heads" / publish.EXPECTED_NAME).stat().st_mtime_ns
+    assert publish.catalogued_mistakes() and all(k.startswith("01-heads") for k in publish.catalogued_mistakes())
+
+    monkeypatch.setenv("BANKING77_DIR", str(offline))
+    assert publish.kernel_references() == shown
+    keys = torch.load(shown / publish.EXPECTED_NAME, weights_only=True).keys()
+    assert {key.split(".")[0] for key in keys} == {"heads", "banking"}, sorted({key.split(".")[0] for key in keys})
+    assert not (state / "07-banking77" / "unavailable.txt").exists()
+    assert (state / "01-heads" / publish.EXPECTED_NAME).stat().st_mtime_ns == first, "section 1 recorded twice"
+
+
+def test_publishing_without_banking77_says_where_to_put_it(offline, tmp_path, monkeypatch):
+    recorded = publish.record
+    monkeypatch.setattr(publish, "record", lambda: recorded(sections=("07-banking77",)))
+    with pytest.raises(publish.DataMissing, match=r"put its train.csv and test.csv in a folder and set "
+                                                   r"BANKING77_DIR to that folder"):
+        publish.publish(tmp_path / "edition")
+    assert not (tmp_path / "edition").exists()
