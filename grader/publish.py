@@ -340,7 +340,10 @@ def differences(folder):
     folder = Path(folder)
     with tempfile.TemporaryDirectory() as fresh:
         files = build(fresh)["files"]
-        theirs = {str(p): _digest(folder / p) for p in _files(folder) if p.name != MANIFEST}
+        # what the edition's .gitignore leaves out (a model a notebook saved) is not part of it
+        ignored = subprocess.run(["git", "-C", str(folder), "ls-files", "--others", "--ignored", "--exclude-standard",
+                                  "-z"], capture_output=True, text=True).stdout.split("\0")
+        theirs = {str(p): _digest(folder / p) for p in _files(folder) if p.name != MANIFEST and str(p) not in ignored}
         stale = [p for p in sorted(files) if p in theirs and theirs[p] != files[p]
                  and not (p == EXPECTED and _same_results(Path(fresh) / p, folder / p))]
     return ([f"stale: {p}" for p in stale]

@@ -22,9 +22,12 @@ def banking77_dir():
 
 @pytest.fixture(scope="session", autouse=True)
 def own_check_servers(tmp_path_factory):
-    """The warm servers behind `grader check` (grader/check_server.py) that this session starts
-    live in a runtime folder of its own, never the user's, and stop when the session ends."""
+    """The warm servers behind `grader check` that this session starts, the instructor's
+    (grader/check_server.py) and the student edition's (grader/edition/main.py, under any
+    platform's Python), live in a runtime folder of its own, never the user's, and stop when the
+    session ends."""
     from grader import check_server
+    from grader.edition import main as edition_check
     saved = os.environ.get("XDG_RUNTIME_DIR")
     os.environ["XDG_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("runtime"))
     try:
@@ -32,6 +35,7 @@ def own_check_servers(tmp_path_factory):
     finally:
         try:
             check_server.stop()
+            edition_check.stop_servers()
         finally:
             if saved is None:
                 os.environ.pop("XDG_RUNTIME_DIR")

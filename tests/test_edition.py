@@ -159,14 +159,33 @@ def test_the_editions_check_names_an_unwritten_task(edition):
     assert re.search(r"test_layer_norm\s+0/2\s+AssertionError: layer_norm is not written yet", run.stdout), run.stdout
 
 
+def test_the_editions_check_runs_on_a_warm_server_of_its_users_and_without_one_alike(edition):
+    """The first check starts the server, the next ones fork from it; --no-server runs the
+    notebook in a new process. All three give the same table; `grader stop` stops the server."""
+    folder, _, _ = edition
+    notebook = "notebooks/02-positions/02-positions.ipynb"
+    runs = [_run([sys.executable, "-m", "grader", "check", *extra, notebook], folder, timeout=600)
+            for extra in ([], [], ["--no-server"])]
+    assert all(run.returncode == 0 and run.stderr == "" for run in runs), [run.stderr for run in runs]
+    assert runs[0].stdout == runs[1].stdout == runs[2].stdout
+    assert re.search(r"visible checks: 0/\d+ points", runs[0].stdout), runs[0].stdout
+    from grader.edition import main as edition_check
+    assert list(edition_check.server_folder().glob("*.sock"))
+    assert oct(edition_check.server_folder().stat().st_mode)[-3:] == "700"
+    stopped = _run([sys.executable, "-m", "grader", "stop"], folder)
+    assert re.fullmatch(r"stopped [1-9]\d* check server\(s\)\n", stopped.stdout), stopped.stdout + stopped.stderr
+    assert not list(edition_check.server_folder().glob("*.sock"))
+
+
 def test_publish_check_tells_a_fresh_edition_from_a_stale_one(edition, tmp_path):
     folder, _, _ = edition
     fresh = _run([sys.executable, "-m", "grader", "publish", "--check", str(folder)], ROOT)
-    assert fresh.returncode == 0 and "is the edition this repository builds" in fresh.stdout, fresh.stderr
+    assert fresh.returncode == 0 and "is the edition this repository builds" in fresh.stdout, fresh.stdout + fresh.stderr
     copy = tmp_path / "copy"
     shutil.copytree(folder, copy)
     (copy / "README.md").write_text("edited by hand\n")
     (copy / "notes.txt").write_text("mine\n")
+    (copy / "notebooks" / "06-tiny-transformer" / "tiny.pt").write_bytes(b"a model a notebook saved")  # .gitignore'd
     (copy / "ticketnet.py").unlink()
     stale = _run([sys.executable, "-m", "grader", "publish", "--check", str(copy)], ROOT)
     assert stale.returncode == 1
@@ -206,7 +225,10 @@ def test_the_editions_check_reports_an_endless_loop_and_the_checks_it_kept_from_
     finally:
         looping.unlink()
     assert run.returncode == 0, run.stderr[-3000:]
-    assert re.search(r"code cell \d+ \('def split_heads\(h, heads\):'\) ran past the 5 s limit", run.stdout), run.stdout
+    # the check is the first cell to call split_heads; an answer's or a check's `except Exception`
+    # does not catch the time limit
+    assert re.search(r"code cell \d+ \('check.split_heads\(split_heads\)'\) ran past the 5 s limit", run.stdout), run.stdout
+    assert re.search(r"test_split_heads\s+0/2\s+TimeoutError: the cell ran past the 5 s limit", run.stdout), run.stdout
     assert re.search(r"test_key_padding_mask\s+0/2\s+not run: the notebook stopped before this check", run.stdout), run.stdout
 
 

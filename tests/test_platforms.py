@@ -118,13 +118,14 @@ class OnPlatform:
     name = None
 
     @pytest.fixture(scope="class")
-    def python(self):
+    @classmethod
+    def python(cls):
         given = dict(entry.split("=", 1) for entry in os.environ.get("PLATFORM_PYTHONS", "").split())
-        if self.name not in given:
-            pytest.skip(f"PLATFORM_PYTHONS names no {self.name} environment: `make test` builds one per "
+        if cls.name not in given:
+            pytest.skip(f"PLATFORM_PYTHONS names no {cls.name} environment: `make test` builds one per "
                         "platforms/*.txt and sets it (`make test PLATFORMS=` leaves them out)")
-        assert Path(given[self.name]).is_file(), f"{given[self.name]} does not exist; run `make test`"
-        return given[self.name]
+        assert Path(given[cls.name]).is_file(), f"{given[cls.name]} does not exist; run `make test`"
+        return given[cls.name]
 
     def test_the_environment_holds_exactly_the_locked_versions(self, python):
         frozen = _run(python, "-m", "pip", "freeze")
