@@ -34,7 +34,8 @@ PLATFORMS ?= $(basename $(notdir $(wildcard platforms/*.in)))
 platform_python_version = $(shell sed -n 's/^\# python: *//p' platforms/$(1).in)
 # Python X.Y from pyenv or the system; PYTHON_<NAME>=/path/to/python overrides it.
 platform_python = $(or $(PYTHON_$(1)),$(firstword $(wildcard $(HOME)/.pyenv/versions/$(2).*/bin/python$(2) /usr/local/bin/python$(2) /usr/bin/python$(2))))
-# Kept outside the checkout, one per lock, so that a fresh clone on the same machine reuses it.
+# Kept outside the checkout, one per lock, so that a fresh clone on the same machine reuses it; building
+# one removes the platform's environments of older locks (several GB each).
 platform_venv = $(HOME)/.cache/transformer-block-course/venv-$(1)-$(shell sha256sum platforms/$(1).txt | cut -c1-12)
 PLATFORM_VENVS := $(foreach p,$(PLATFORMS),$(call platform_venv,$(p)))
 # What the tests read: NAME=/path/to/python for each platform (tests/test_platforms.py)
@@ -71,7 +72,7 @@ $(VENV)/.installed: requirements.txt
 define platform_rules
 $(call platform_venv,$(1))/.installed: platforms/$(1).txt
 	@[ -n "$(call platform_python,$(1),$(call platform_python_version,$(1)))" ] || { echo "make: the $(1) platform environment needs Python $(call platform_python_version,$(1)): install it (pyenv install $(call platform_python_version,$(1))) or set PYTHON_$(1)=/path/to/python; make test PLATFORMS= leaves the platforms out" >&2; exit 1; }
-	rm -rf $(call platform_venv,$(1)) && mkdir -p $(dir $(call platform_venv,$(1))) && $(call platform_python,$(1),$(call platform_python_version,$(1))) -m venv $(call platform_venv,$(1))
+	rm -rf $(dir $(call platform_venv,$(1)))venv-$(1)-* && mkdir -p $(dir $(call platform_venv,$(1))) && $(call platform_python,$(1),$(call platform_python_version,$(1))) -m venv $(call platform_venv,$(1))
 	PIP_CONFIG_FILE=/dev/null $(call platform_venv,$(1))/bin/python -m pip install --quiet --disable-pip-version-check -r platforms/$(1).txt
 	PYDEVD_DISABLE_FILE_VALIDATION=1 $(call platform_venv,$(1))/bin/python -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $$@

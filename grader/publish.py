@@ -40,7 +40,7 @@ COPIED = ["ticketnet.py", "environment.yml", "LICENSE", "data/*",
 # The edition's requirements.txt pins them and everything they need as requirements.txt does here;
 # nothing of grading (nbgrader, Dask, nbval, pytest, playwright) comes along.
 STUDENT_NEEDS = ["torch", "numpy", "pandas", "matplotlib", "scikit-learn", "tqdm", "jupyterlab",
-                 "ipykernel", "nbformat", "nbclient"]
+                 "ipykernel", "ipython", "nbformat"]
 # the edition's own files: (source under grader/edition/, path in the edition)
 WRITTEN = [("README.md", "README.md"), ("main.py", "grader/__main__.py"), ("gitignore", ".gitignore"),
            ("references.py", "grader/references/__init__.py")]

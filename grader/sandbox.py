@@ -11,8 +11,9 @@ this module only says what goes in it. A kernel in the sandbox:
   and grader/ without the catalogues and the sample class: no solutions/, no .git, no gradebook,
   no submissions and no output folder. In place of grader/references, the code that computes what
   the checks compare with, it sees their recorded results (grader.publish.kernel_references);
-- writes only to a fresh HOME (also its IPYTHONDIR and working folder) and /tmp, both in memory
-  and limited in size, and gone when it ends;
+- writes only to a fresh HOME (also its IPYTHONDIR and working folder), /tmp and /dev/shm, all
+  in memory and limited in size, and gone when it ends, and to its socket folder (the settings'
+  `writable` list, which the warm server empties between kernels);
 - runs as uid 65534 ("nobody") with no capabilities, and only the environment variables it needs;
 - has limits on memory, CPU time, file size and processes (LIMITS).
 
@@ -87,7 +88,10 @@ def settings(sockets, sandboxed=True, course_root=None, limits=None, data=None, 
     if not sandboxed:  # the process count would be the whole user's, not the kernel's
         import resource
         limits["processes"] = resource.RLIM_INFINITY
-    return {"sandboxed": sandboxed, "sockets": str(sockets), "home": HOME, "env": env,
+    # every folder a kernel can write to: in-memory ones (/tmp first: the runtime may lie in /tmp)
+    # and the socket folder it shares with the grader; nothing else is writable (tests/test_warm_kernel.py)
+    writable = ["/tmp", HOME, "/dev/shm", str(sockets)]
+    return {"sandboxed": sandboxed, "sockets": str(sockets), "home": HOME, "env": env, "writable": writable,
             "passed_on": list(PASSED_ON), "read_only": sorted(str(p) for p in shown if p.exists()),
             "hidden": [str(course_root / h) for h in HIDDEN], "limits": limits,
             "replaced": {str(course_root / "grader" / "references"): str(references)} if references else {},
@@ -122,9 +126,9 @@ def command(config, argv, limits=True, pid_1=True):
         if Path(path).exists():
             bwrap += ["--ro-bind", path, path]
     size = str(config["limits"]["disk_mb"] * 1024 * 1024)
-    bwrap += ["--perms", "01777", "--size", size, "--tmpfs", "/tmp",  # first: the runtime may lie in /tmp
-              "--perms", "01777", "--size", size, "--tmpfs", HOME,
-              "--perms", "01777", "--size", size, "--tmpfs", "/dev/shm"]  # multiprocessing's semaphores
+    for folder in config["writable"]:  # /dev/shm: multiprocessing's semaphores
+        if folder != config["sockets"]:
+            bwrap += ["--perms", "01777", "--size", size, "--tmpfs", folder]
     shown = [*config["read_only"], config["sockets"]]
     # bwrap makes the folders on the way to a mount point private (0700); ours must be traversable
     for folder in sorted({str(a) for p in shown for a in Path(p).parents} - {"/", "/tmp", HOME}):
@@ -136,7 +140,9 @@ def command(config, argv, limits=True, pid_1=True):
             bwrap += ["--perms", "0000", "--tmpfs", path, "--remount-ro", path]
     for path, shown_instead in config.get("replaced", {}).items():
         bwrap += ["--ro-bind", shown_instead, path]
-    bwrap += ["--bind", config["sockets"], config["sockets"], "--chdir", HOME, "--clearenv"]
+    bwrap += ["--bind", config["sockets"], config["sockets"],
+              "--remount-ro", "/dev",  # its own folder: writable by the sandbox's user when bwrap is not root
+              "--chdir", HOME, "--clearenv"]
     for name, value in {**config["env"], **{k: os.environ[k] for k in PASSED_ON if k in os.environ}}.items():
         bwrap += ["--setenv", name, value]
     if config["root"]:  # bwrap as root makes the namespaces; setpriv then gives up root for good

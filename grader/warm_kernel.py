@@ -23,7 +23,8 @@ Sandboxed (grader.sandbox), each grading process has a server of its own in a sa
 at a time. The server is the sandbox's first process: its kernels can neither see nor signal it
 (Linux drops a signal to a namespace's first process that it does not handle), nor trace it (it is
 not dumpable). When a kernel ends, the server kills every other process in the sandbox and empties
-its HOME, /tmp and socket folder, so nothing of one submission reaches the next.
+every folder it can write to (the sandbox's `writable` list: HOME, /tmp, /dev/shm and the socket
+folder), so nothing of one submission reaches the next.
 
     python grader/warm_kernel.py serve LISTENER LIFELINE [SANDBOX]   # the server
     python grader/warm_kernel.py kernel SOCKET -f CONNECTION         # what the kernel spec runs
@@ -162,7 +163,7 @@ def _sweep(sandbox):
             except ChildProcessError:
                 break
     mounts = [sandbox["sockets"], *sandbox["read_only"]]
-    for folder in (sandbox["home"], "/tmp", sandbox["sockets"]):
+    for folder in sandbox["writable"]:
         for path in Path(folder).iterdir():
             # the folders bwrap made on the way to a mount are root's, and no kernel can write to them
             if not any(mount == str(path) or mount.startswith(f"{path}/") for mount in mounts):

@@ -165,6 +165,38 @@ def test_nothing_of_one_kernel_reaches_the_next_and_none_can_touch_the_server(wa
         manager.shutdown_kernel(now=True)
 
 
+def test_a_kernel_writes_only_to_the_sandboxs_writable_folders_and_the_next_finds_them_empty(warm):
+    """The folders a kernel can write to are exactly the sandbox's `writable` list (read from the
+    kernel's own mount table, so a mount added without the list is caught), and the server empties
+    each of them, /dev/shm included, before the next kernel."""
+    sockets = str(Path(warm.folder).parent / "sockets")
+    writable = sandbox.settings(sockets)["writable"]
+    assert {"/tmp", "/dev/shm", sandbox.HOME, sockets} == set(writable)
+    find = ("import os\n"
+            "found = set()\n"
+            "for line in open('/proc/self/mountinfo'):\n"
+            "    point, options = line.split()[4], line.split()[5]\n"
+            "    if 'rw' in options.split(',') and os.path.isdir(point) and os.access(point, os.W_OK):\n"
+            "        found.add(point)\n")
+    manager, client = start_kernel(warm)
+    try:
+        plant = "".join(f"open({folder + '/planted-' + str(n)!r}, 'w').write('x')\n" for n, folder in enumerate(writable))
+        status, value = _run(client, find + plant + "sorted(found)")
+        assert status == "ok", value
+        assert set(eval(value)) == set(writable), "a writable mount the server does not empty"
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    manager, client = start_kernel(warm)
+    try:
+        status, value = _run(client, f"import os; sorted(n for f in {writable!r} for n in os.listdir(f) if 'planted' in n)")
+        assert status == "ok", value
+        assert eval(value) == [], "a file of the previous kernel reached this one"
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
 def test_fresh_and_warm_kernels_grade_a_notebook_alike(tmp_path):
     notebook = sample_class.CLASS / "dot" / "02-positions.ipynb"  # the catalogue's typical mistakes
     results = [grading.GradingCourse(tmp_path / kind, timeout=60, warm=kind == "warm").grade(notebook)
