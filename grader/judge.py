@@ -19,15 +19,13 @@ import contextlib
 import functools
 import importlib
 import io
-import os
 import re
-import tempfile
 
 import nbformat
 import torch
 
 from grader.course import SOLUTIONS, is_parts_cell, solution_notebook
-from grader.probe import Link, NotPlainData
+from grader.probe import Exchange, Link, NotPlainData
 
 # (section, student) -> {grade_id: verdict}: filled while nbgrader autogrades, read by the grader
 VERDICTS = {}
@@ -177,9 +175,12 @@ def _execute_preprocessor():
                 def run(code):
                     self.execute_cell(nbformat.v4.new_code_cell(code), index, store_history=False)
 
-                with tempfile.TemporaryDirectory(prefix="judge-", dir=self.exchange or None) as folder:
-                    os.chmod(folder, 0o777)  # the sandbox's user writes the answers
-                    verdict = judge(section, grade_id, Link(run, folder))
+                try:
+                    with Exchange(self.exchange or None) as exchange:
+                        verdict = judge(section, grade_id, Link(run, exchange))
+                except NotPlainData as failure:  # the kernel swapped the folder before the judge held it
+                    verdict = {"passed": False, "stdout": "",
+                               "error": ("NotPlainData", f"{failure}: the submission interferes with the grader")}
                 verdict["in_notebook"] = not failed_in_notebook(cell)
                 VERDICTS.setdefault((section, info["student"]), {})[grade_id] = verdict
                 cell.outputs = outputs(verdict)

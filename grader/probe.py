@@ -18,8 +18,13 @@ Whatever the kernel sends is a claim about what the student's code computed on t
 the judge decides with its own reference code. A submission that tampers with the kernel can lie
 about its own outputs, but to pass it must produce the right ones.
 
-Both go through files of a folder the judge names (a module's weights would make a slow cell
-of code or output); the code the kernel runs for a request is one short line.
+Both go through files of a folder the judge makes in the kernel's socket folder (a module's weights
+would make a slow cell of code or output); the code the kernel runs for a request is one short
+line. That folder lies where the kernel can write, so the judge never opens anything there by
+path: it holds the folder by a descriptor (checked to be its own), creates each request beside it
+with O_EXCL and O_NOFOLLOW, and opens each answer without following a link, as a plain file of a
+single name (`Exchange`). The folder's sticky bit keeps the kernel from renaming or removing the
+judge's files. Names that come back (children, weights, settings, classes) must be Python names.
 
 The random state travels with each call (the judge's torch generator is set in the kernel before
 the call and read back after it), so a check that seeds torch and then builds the student's layer
@@ -35,6 +40,10 @@ import io
 import itertools
 import os
 import pickle
+import re
+import shutil
+import stat
+import tempfile
 from pathlib import Path
 
 import torch
@@ -330,20 +339,32 @@ class Kept:
 # The judge side: read an answer, stand in for the student's objects
 # ---------------------------------------------------------------------------------------------
 
-def read_answer(path):
-    """The kernel's answer in file `path` as plain data; NotPlainData for anything else."""
-    size = os.path.getsize(path)
-    if size > MAX_ANSWER:
-        raise NotPlainData(f"the kernel's answer holds {size:,} bytes, more than a check's small inputs "
-                           "can explain")
+def read_answer(source):
+    """The kernel's answer as plain data, from `source`, an open descriptor or a path (opened
+    without following a link); NotPlainData for anything else. It must be a plain file that no
+    other name links to: the kernel may not hand the judge one of the grader's files to read."""
     try:
-        with open(path, "rb") as file:
-            data = _PlainUnpickler(file).load()
-    except NotPlainData:
-        raise
-    except Exception as error:
-        raise NotPlainData(f"the kernel's answer is not plain data ({type(error).__name__}: "
-                           f"{str(error)[:200]})") from None
+        fd = source if isinstance(source, int) else os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        raise NotPlainData(f"the kernel's answer cannot be opened as a file ({error.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise NotPlainData("the kernel's answer is not a file of its own (a link, a pipe or a device)")
+        if info.st_size > MAX_ANSWER:
+            raise NotPlainData(f"the kernel's answer holds {info.st_size:,} bytes, more than a check's small "
+                               "inputs can explain")
+        try:
+            with os.fdopen(os.dup(fd), "rb") as file:
+                data = _PlainUnpickler(file).load()
+        except NotPlainData:
+            raise
+        except Exception as error:
+            raise NotPlainData(f"the kernel's answer is not plain data ({type(error).__name__}: "
+                               f"{str(error)[:200]})") from None
+    finally:
+        if fd is not source:
+            os.close(fd)
     _check_plain(data, itertools.count())
     return data
 
@@ -365,28 +386,94 @@ def _check_plain(value, visits):
     raise NotPlainData(f"the kernel's answer holds a {type(value).__name__}, which is not plain data")
 
 
+class Exchange:
+    """A folder for one check's requests and answers, made in `parent` (the kernel's socket folder,
+    which the kernel can write to; None: the temporary folder) and used only through a descriptor
+    of it. Close it to remove it and all the kernel left in it."""
+
+    def __init__(self, parent=None):
+        self.path = Path(tempfile.mkdtemp(prefix="judge-", dir=parent))
+        self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        info = os.fstat(self.fd)
+        if info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) != 0o700:  # swapped before it was held
+            os.close(self.fd)
+            raise NotPlainData(f"{self.path} is not the folder the judge made")
+        # the sandbox's user makes its answers here; it can neither list, rename nor remove the judge's files
+        os.fchmod(self.fd, 0o1733)
+
+    def write(self, name, request):
+        """Write `request` (pickled) into a new file `name`; NotPlainData if something of the
+        kernel's already lies there."""
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=self.fd)
+        except FileExistsError:
+            raise NotPlainData(f"the kernel put a file where the judge's request {name} goes") from None
+        with os.fdopen(fd, "wb") as file:
+            _TensorPickler(file).dump(request)
+
+    def read(self, name):
+        """The kernel's answer in file `name` as plain data (read_answer), or None if there is none."""
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.fd)
+        except FileNotFoundError:
+            return None
+        except OSError as error:  # ELOOP: a link
+            raise NotPlainData(f"the kernel's answer cannot be opened as a file ({error.strerror})") from None
+        try:
+            return read_answer(fd)
+        finally:
+            os.close(fd)
+
+    def remove(self, *names):
+        for name in names:
+            try:
+                os.unlink(name, dir_fd=self.fd)  # a link itself, never what it points to
+            except FileNotFoundError:
+                pass
+            except IsADirectoryError:
+                shutil.rmtree(name, dir_fd=self.fd)
+
+    def close(self):
+        if self.fd is None:
+            return
+        try:
+            self.remove(*os.listdir(self.fd))
+        except OSError:  # what the kernel left and made hard to remove stays in its own folder
+            pass
+        try:
+            if os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(self.fd).st_ino:
+                os.rmdir(self.path)
+        except OSError:  # moved or replaced by the kernel: what lies at the path now is not ours
+            pass
+        os.close(self.fd)
+        self.fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class Link:
     """The judge's end of the boundary. `run(code)` executes `code` in the kernel; requests and
-    answers are files in `folder`, a new pair for each request."""
+    answers are files of the Exchange `exchange`, a new pair for each request."""
 
-    def __init__(self, run, folder):
-        self.run, self.folder = run, Path(folder)
+    def __init__(self, run, exchange):
+        self.run, self.exchange = run, exchange
         self.numbers = itertools.count(1)
 
     def request(self, **request):
-        path = self.folder / f"{next(self.numbers)}.request"
-        with open(path, "wb") as file:
-            _TensorPickler(file).dump(request)
-        self.run(f"__import__('grader.probe', fromlist=['answer']).answer({str(path)!r})")
-        answer = Path(f"{path}.answer")
-        if not answer.is_file():
+        name = f"{next(self.numbers)}.request"
+        try:
+            self.exchange.write(name, request)
+            self.run(f"__import__('grader.probe', fromlist=['answer']).answer({str(self.exchange.path / name)!r})")
+            response = self.exchange.read(f"{name}.answer")
+        finally:
+            self.exchange.remove(name, f"{name}.answer")
+        if response is None:
             raise TimeoutError("no answer came back from your code: it ran past the time limit, or the "
                                "notebook changed how the kernel runs code")
-        try:
-            response = read_answer(answer)
-        finally:
-            path.unlink()
-            answer.unlink()
         if response.get("output"):
             print(response["output"], end="")
         return response
@@ -595,14 +682,24 @@ class RemoteModule(nn.Module):
         return self._link.call(self, None, args, kwargs)
 
 
+def _python_name(name, what):
+    """`name` as the kernel sent it, if it is a Python name or a list index (a ModuleList's
+    children are "0", "1", ...): a name may end up in a message, never free text or a new line."""
+    if type(name) is not str or not (name.isidentifier() or re.fullmatch(r"[0-9]{1,9}", name)) or len(name) > 100:
+        raise NotPlainData(f"the kernel named {what} {str(name)[:40]!r}, which is not a Python name")
+    return name
+
+
 def _stand_in(name, cache={}):  # noqa: B006 - one class per name, on purpose
     """A subclass of Remote named as the student's object, so that messages name it."""
+    name = _python_name(name, "an object")
     if name not in cache:
         cache[name] = type(name, (Remote,), {})
     return cache[name]
 
 
 def _remote_module_class(name, cache={}):  # noqa: B006
+    name = _python_name(name, "a module class")
     if name not in cache:
         cache[name] = type(name, (RemoteModule,), {})
     return cache[name]
@@ -610,6 +707,7 @@ def _remote_module_class(name, cache={}):  # noqa: B006
 
 def _opaque(name, cache={}):  # noqa: B006
     """A value of a type the judge does not load: only its type's name and its repr."""
+    name = _python_name(name, "a type")
     if name not in cache:
         cache[name] = type(name, (), {"__init__": lambda self, text: setattr(self, "text", text),
                                       "__repr__": lambda self: self.text})
@@ -642,6 +740,10 @@ def _load_description(module, description, link, built=None):
     """Give `module` the settings, weights, children and modes the kernel described."""
     built = {} if built is None else built
     built.setdefault(description["__module__"], module)
+    for kind in ("attrs", "listed", "params", "buffers", "children"):
+        for key in description.get(kind, {}):
+            _python_name(key, {"attrs": "a setting", "listed": "a list of modules", "params": "a weight",
+                               "buffers": "a buffer", "children": "a child module"}[kind])
     for key, value in description["attrs"].items():
         value = link.decode(value)
         # Settings only (numbers, names, PyTorch's activation functions), never nn.Module's own

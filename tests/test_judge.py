@@ -9,8 +9,6 @@ in a kernel, with only plain data coming back.
 
 import os
 import pickle
-import tempfile
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -29,8 +27,8 @@ class Kernel:
         env = {**os.environ, "COURSE_ROOT": str(ROOT), "NBGRADER_EXECUTION": "autograde",
                "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
         self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(folder), env=env)
-        self.exchange = tempfile.TemporaryDirectory(prefix="judge-")
-        self.link = probe.Link(lambda code: self.execute(code, store_history=False), self.exchange.name)
+        self.exchange = probe.Exchange()
+        self.link = probe.Link(lambda code: self.execute(code, store_history=False), self.exchange)
 
     def execute(self, code, store_history=True):
         """(error name, message) of running `code`, or None."""
@@ -49,7 +47,7 @@ class Kernel:
     def close(self):
         self.client.stop_channels()
         self.manager.shutdown_kernel(now=True)
-        self.exchange.cleanup()
+        self.exchange.close()
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +159,7 @@ def test_the_kernel_gets_the_judges_weights_only_when_they_changed(kernel):
         module.w.mul_(3)
     assert torch.equal(module(torch.ones(2)), torch.full((2,), 3.0))  # sent along with the call
     assert module._state()["weights"] is None  # and not again
-    assert list(Path(kernel.exchange.name).iterdir()) == []  # every request and answer removed
+    assert list(kernel.exchange.path.iterdir()) == []  # every request and answer removed
 
 
 def test_the_students_exceptions_keep_their_type_and_message(kernel):

@@ -404,3 +404,82 @@ def test_no_submission_reaches_outside_its_sandbox(containment_class, tmp_path, 
     page = (tmp_path / "out" / "feedback" / "scripts-the-feedback" / "01-heads" / "01-heads.html").read_text()
     assert "<b>look</b>" in page  # the harmless part of the output stays
     assert not re.search(r"<script[^>]*>[^<]*tampered", page) and not re.search(r"<img[^>]*onerror", page)
+
+
+# --- the judge's channel: what a kernel can aim at ---------------------------------------------
+#
+# The judge's requests and the kernel's answers are files of a folder in the kernel's socket
+# folder (grader.probe.Exchange). A kernel that knows the folder (the request's path is in its
+# own call stack) can put links there; none of them may make the judge write or read anything but
+# its own files, and the cost is the submission's own check.
+
+from test_judge import Kernel  # noqa: E402 - a kernel of the course's Python and a link to it
+
+# The student's function finds the request it is answering in its call stack and puts `{kind}`
+# where the judge's next file goes, pointing at `{target}`.
+_AIM = (
+    "import os, sys\n"
+    "def aimed(x):\n"
+    "    frame = sys._getframe()\n"
+    "    while 'path' not in frame.f_locals:\n"
+    "        frame = frame.f_back\n"
+    "    folder, name = os.path.split(frame.f_locals['path'])\n"
+    "    following = f'{{int(name.split(\".\")[0]) + 1}}.request'\n"
+    "    place = os.path.join(folder, following + ('.answer' if '{kind}' == 'answer' else ''))\n"
+    "    os.symlink('{target}', place)\n"
+    "    return x\n")
+
+
+@pytest.fixture(scope="module")
+def aimed_kernel(tmp_path_factory):
+    kernel = Kernel(tmp_path_factory.mktemp("aimed"))
+    yield kernel
+    kernel.close()
+
+
+@pytest.mark.parametrize("kind", ["request", "answer"])
+def test_a_link_where_the_judges_next_file_goes_costs_only_that_check(aimed_kernel, tmp_path, kind):
+    """On 769cc8c the judge wrote its next request through the link, into any file the grading
+    user can write (a worker's gradebook.db: the next two students got 0), and read an answer
+    through one. Now it refuses the link, and the file it points at is untouched."""
+    import torch
+    from grader import probe
+    # a file of the grader's to write through the request's link; a folder behind the answer's
+    # link, which the kernel's own write cannot go through (as in the sandbox, where it may not
+    # write the grader's files), so that only the judge's reading is tried
+    target = tmp_path / ("gradebook.db" if kind == "request" else "graded")
+    if kind == "request":
+        target.write_bytes(b"the grader's own file")
+    else:
+        target.mkdir()
+    assert aimed_kernel.execute(_AIM.format(kind=kind, target=target)) is None
+    exchange = probe.Exchange()  # one check's, as the judge makes it
+    link = probe.Link(lambda code: aimed_kernel.execute(code, store_history=False), exchange)
+    aimed = link.name("aimed")
+    assert torch.equal(aimed(torch.ones(2)), torch.ones(2))  # request 2 lays the link for request 3
+    with pytest.raises(probe.NotPlainData, match="a file where the judge's request|cannot be opened as a file"):
+        aimed(torch.ones(2))
+    assert not target.is_symlink()
+    assert target.read_bytes() == b"the grader's own file" if kind == "request" else list(target.iterdir()) == []
+    assert all(p.is_symlink() for p in exchange.path.iterdir()), "the judge left a file of its own behind"
+    exchange.close()  # and removes what the kernel left
+    assert not exchange.path.exists()
+
+
+def test_a_name_that_comes_back_must_be_a_python_name():
+    """On 769cc8c a child module named with a new line and free text was taken as it came, and
+    that text ended up in whatever file the judge wrote next."""
+    from torch import nn
+    from grader import probe
+    for kind, key in [("children", "x\nmerge_heads = 11 points"), ("params", "weight; drop table"),
+                      ("buffers", "a b"), ("attrs", "-1")]:
+        description = {"__module__": 1, "class": "torch.nn.modules.module:Module", "training": True,
+                       "attrs": {}, "params": {}, "buffers": {}, "children": {}}
+        description[kind] = {key: None}
+        with pytest.raises(probe.NotPlainData, match="which is not a Python name"):
+            probe._load_description(nn.Module(), description, link=None)
+    for name in ("Evil\nclass", "a.b", ""):
+        with pytest.raises(probe.NotPlainData, match="not a Python name"):
+            probe._stand_in(name)
+    assert probe._stand_in("MultiHead").__name__ == "MultiHead"
+    assert probe._python_name("0", "a child") == "0"  # a ModuleList's first child
