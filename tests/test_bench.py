@@ -37,6 +37,7 @@ training = _load("training")
 inference = _load("inference")
 notebooks = _load("notebooks")
 grading = _load("grading")
+edition = _load("edition")
 
 
 def _run(module, argv, monkeypatch):
@@ -180,7 +181,7 @@ def _measured(section):
     return dict(re.fullmatch(r" `([^`]+)` (\(\d+ files?\) [0-9a-f]{16})", entry).groups() for entry in entries)
 
 
-@pytest.mark.parametrize("module", [training, inference, notebooks, grading])
+@pytest.mark.parametrize("module", [training, inference, notebooks, grading, edition])
 def test_each_committed_table_measured_the_files_of_the_commit_it_names(module):
     """A table cannot claim code it did not measure: its digests are those of its files at the
     commit it names. A table whose files changed since says so (a warning, and `python
@@ -310,7 +311,7 @@ def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
     assert section.count(f"| {points}/{points} |") == 4
 
 
-@pytest.mark.parametrize("module", [training, inference, notebooks, grading])
+@pytest.mark.parametrize("module", [training, inference, notebooks, grading, edition])
 def test_benchmark_docstrings_say_how_to_run_them(module):
     assert f"python bench/{Path(module.__file__).name}" in module.__doc__
 
@@ -413,3 +414,15 @@ def test_the_committed_student_runs_of_the_trained_sections_take_under_two_minut
 def test_benchmarks_md_cites_only_files_of_this_repository():
     text = (ROOT / "BENCHMARKS.md").read_text()
     assert "COURSE.md" not in text, "BENCHMARKS.md cites a file that is not in this repository"
+
+
+def test_the_committed_edition_check_and_install_are_within_their_targets():
+    """Issue 40: the student edition's `grader check` of section 1 under 3 s once one has run, of
+    section 6 (grading mode) under 120 s; a student's install measured, with no grading library."""
+    section = _committed("edition")
+    checks = {row["check"]: float(row["seconds"]) for row in _table(section, "### The edition's `python -m grader check`")}
+    assert checks["section 1, untouched, next check"] < edition.CHECK_TARGET, checks
+    assert checks["section 6, model answers (grading mode)"] < edition.TRAINED_TARGET, checks
+    assert checks["section 1, untouched, next check"] < checks["section 1, untouched, first check"]
+    (install,) = _table(section, "### A student's own install of the edition")
+    assert int(install["packages"]) > 50 and float(install["size on disk (MB)"].replace(",", "")) > 100, install
