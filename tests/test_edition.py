@@ -140,6 +140,7 @@ def assert_model_answers_pass_the_editions_check(folder, section, python=sys.exe
     points = re.search(r"visible checks: (\d+)/(\d+) points", run.stdout)
     assert points and points[1] == points[2], run.stdout
     assert "hidden tests" in run.stdout
+    assert "this check runs in a new process" not in run.stdout, run.stdout  # its warm server ran it
 
 
 @pytest.mark.parametrize("section", ["01-heads", "04-residuals", "06-tiny-transformer"])
@@ -167,6 +168,7 @@ def test_the_editions_check_runs_on_a_warm_server_of_its_users_and_without_one_a
     runs = [_run([sys.executable, "-m", "grader", "check", *extra, notebook], folder, timeout=600)
             for extra in ([], [], ["--no-server"])]
     assert all(run.returncode == 0 and run.stderr == "" for run in runs), [run.stderr for run in runs]
+    assert "this check runs in a new process" not in runs[0].stdout + runs[1].stdout  # the server ran them
     assert runs[0].stdout == runs[1].stdout == runs[2].stdout
     assert re.search(r"visible checks: 0/\d+ points", runs[0].stdout), runs[0].stdout
     from grader.edition import main as edition_check

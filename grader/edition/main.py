@@ -162,15 +162,19 @@ def _peer_uid(connection):
 
 
 def serve(path):
-    """Import PRELOAD, listen on the socket `path`, and fork a runner for each check."""
+    """Import PRELOAD, listen on the socket `path`, and fork a runner for each check. (The server
+    works in the socket's folder: a Unix socket's path may hold only 107 bytes, and a runtime
+    folder can be deeper than that.)"""
     import importlib
     for name in PRELOAD:
         importlib.import_module(name)
+    folder, name = os.path.split(path)
+    os.chdir(folder)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    partial = f"{path}.{os.getpid()}"
+    partial = f"{name}.{os.getpid()}"
     listener.bind(partial)
     listener.listen()
-    os.replace(partial, path)  # a check connects only to a server that listens
+    os.replace(partial, name)  # a check connects only to a server that listens
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # runners are reaped by the system
     listener.settimeout(IDLE)
     try:
@@ -190,49 +194,57 @@ def serve(path):
                 os._exit(0)
             connection.close()
     finally:
-        if os.path.exists(path) and os.stat(path).st_ino == os.fstat(listener.fileno()).st_ino:
-            os.unlink(path)
+        if os.path.exists(name) and os.stat(name).st_ino == os.fstat(listener.fileno()).st_ino:
+            os.unlink(name)
 
 
 def run_on_server(path, timeout):
     """Run the notebook on this user's server for this edition, starting one if need be. Returns
-    None when no server could run it (the caller then runs it alone)."""
+    (result, None), or (None, why) when no server could run it (the caller then runs it alone)."""
     folder = server_folder()
-    address = folder / f"{server_key()}.sock"
-    connection = _connect(address)
+    name = f"{server_key()}.sock"
+    connection = _connect(folder, name)
     if connection is None:
-        log = open(folder / f"{address.stem}.log", "ab")
-        subprocess.Popen([sys.executable, "-m", "grader", "_serve", str(address)], cwd=EDITION,
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        log = folder / f"{server_key()}.log"
+        with open(log, "wb") as output:
+            server = subprocess.Popen([sys.executable, "-m", "grader", "_serve", str(folder / name)], cwd=EDITION,
+                                      stdin=subprocess.DEVNULL, stdout=output, stderr=output, start_new_session=True)
         deadline = time.monotonic() + START
-        while connection is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-            connection = _connect(address)
+        while connection is None and server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            connection = _connect(folder, name)
         if connection is None:
-            return None
+            said = (log.read_text(errors="replace").strip().splitlines() or ["nothing"])[-1]
+            return None, f"the check server did not start ({said[:200]})"
     with connection:
         if _peer_uid(connection) != os.getuid():
-            return None
+            return None, "the check server's socket belongs to another user"
         connection.sendall(json.dumps({"notebook": str(path), "timeout": timeout}).encode() + b"\n")
         data = connection.makefile("rb").read()
-    return _result(data, "unknown")
+    return _result(data, "unknown"), None
 
 
-def _connect(address):
+def _connect(folder, name):
+    """A connection to the server listening on folder/name, or None. (Reached through a descriptor
+    of the folder: the full path may be longer than a Unix socket's 107 bytes.)"""
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        connection.connect(str(address))
+        connection.connect(f"/proc/self/fd/{fd}/{name}")
         return connection
     except OSError:
         connection.close()
         return None
+    finally:
+        os.close(fd)
 
 
 def stop_servers():
     """Stop every check server of this user; returns how many there were."""
     stopped = 0
-    for address in server_folder().glob("*.sock"):
-        connection = _connect(address)
+    folder = server_folder()
+    for address in folder.glob("*.sock"):
+        connection = _connect(folder, address.name)
         if connection is not None:
             with connection:
                 pid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
@@ -262,9 +274,11 @@ def check(notebook_path, timeout, use_server=True):
     result = None
     if use_server and sys.platform.startswith("linux"):
         try:
-            result = run_on_server(path, timeout)
-        except OSError:
-            result = None
+            result, why = run_on_server(path, timeout)
+        except OSError as error:
+            why = f"the check server cannot be reached ({error})"
+        if result is None:
+            print(f"  {why}: this check runs in a new process", flush=True)
     if result is None:
         result = run_alone(path, timeout)
     if result["stopped"]:
