@@ -8,9 +8,9 @@ the edition's `python -m grader check` takes.
   from this machine's own wheel of the pinned version, which is the same file. Measured: the time,
   and the size of the environment on disk.
 - **Check.** The edition's own `grader check` on a release notebook of section 1, untouched, two
-  times in a row (the first after nothing else ran), and on section 6 with the model answers
-  written in, which trains every network briefly as the autograder does. Each check is a process of
-  its own, as when a student types it.
+  times in a row (the first after nothing else ran), then with the model answers written in, and
+  on section 6 with the model answers, which trains every network briefly as the autograder does.
+  Each check is a process of its own, as when a student types it.
 
     python bench/edition.py [--write]
     python bench/edition.py --no-install
@@ -83,8 +83,8 @@ def check(edition, notebook):
 
 
 def answered_section_6(edition):
-    """Section 6 with the model answers, beside the earlier sections' model answers (load_parts
-    reads them), in the edition's own folders; returns the notebook to check."""
+    """Sections 1 to 6 with the model answers, in the edition's own folders (section 6's
+    load_parts reads the earlier ones); returns section 6's notebook."""
     import nbformat
     from grader.course import SECTIONS, solution_notebook
     for section in SECTIONS[:SECTIONS.index("06-tiny-transformer") + 1]:
@@ -118,9 +118,14 @@ def main(argv=None):
                       "pip's cache off: every other package downloaded from PyPI.", ""]
         release = edition / "notebooks" / "01-heads" / "01-heads.ipynb"
         rows, seconds = [], {}
-        for name, notebook in [("section 1, untouched, first check", release),
-                               ("section 1, untouched, next check", release),
-                               ("section 6, model answers (grading mode)", answered_section_6(edition))]:
+        for name in ["section 1, untouched, first check", "section 1, untouched, next check",
+                     "section 1, model answers", "section 6, model answers (grading mode)"]:
+            if name == "section 1, model answers":  # sections 1 to 6 answered from here on
+                notebook = answered_section_6(edition).parents[1] / "01-heads" / "01-heads.ipynb"
+            elif name.startswith("section 6"):
+                notebook = edition / "notebooks" / "06-tiny-transformer" / "06-tiny-transformer.ipynb"
+            else:
+                notebook = release
             seconds[name], summary = check(edition, notebook)
             print(f"{name}: {seconds[name]:.1f} s ({summary})", flush=True)
             rows.append({"check": name, "seconds": f"{seconds[name]:.1f}", "result": summary})

@@ -420,8 +420,14 @@ def test_the_committed_edition_check_and_install_are_within_their_targets():
     """Issue 40: the student edition's `grader check` of section 1 under 3 s once one has run, of
     section 6 (grading mode) under 120 s; a student's install measured, with no grading library."""
     section = _committed("edition")
-    checks = {row["check"]: float(row["seconds"]) for row in _table(section, "### The edition's `python -m grader check`")}
+    rows = _table(section, "### The edition's `python -m grader check`")
+    checks = {row["check"]: float(row["seconds"]) for row in rows}
+    points = {row["check"]: re.search(r"(\d+)/(\d+) points", row["result"]).groups() for row in rows}
+    assert points["section 1, untouched, next check"][0] == "0"  # untouched: nothing written
+    assert all(earned == total for earned, total in (points["section 1, model answers"],
+                                                     points["section 6, model answers (grading mode)"]))
     assert checks["section 1, untouched, next check"] < edition.CHECK_TARGET, checks
+    assert checks["section 1, model answers"] < edition.CHECK_TARGET, checks
     assert checks["section 6, model answers (grading mode)"] < edition.TRAINED_TARGET, checks
     assert checks["section 1, untouched, next check"] < checks["section 1, untouched, first check"]
     (install,) = _table(section, "### A student's own install of the edition")
