@@ -66,11 +66,13 @@ $(VENV)/.installed: requirements.txt
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
 
-# A platform's environment. PyPI's torch for Linux carries CUDA, as the platforms' GPU images do; it
-# runs on the CPU. pip's site configuration is left out (PIP_CONFIG_FILE=/dev/null): a machine's
-# cap on torch must not stop the newest platform, whose whole point is the newest release.
+# A platform's environment. Its folder's name holds the lock's digest, so the lock is an order-only
+# prerequisite: a fresh clone's newer file times must not rebuild an environment of the same lock.
+# PyPI's torch for Linux carries CUDA, as the platforms' GPU images do; it runs on the CPU. pip's
+# site configuration is left out (PIP_CONFIG_FILE=/dev/null): a machine's cap on torch must not
+# stop the newest platform, whose whole point is the newest release.
 define platform_rules
-$(call platform_venv,$(1))/.installed: platforms/$(1).txt
+$(call platform_venv,$(1))/.installed: | platforms/$(1).txt
 	@[ -n "$(call platform_python,$(1),$(call platform_python_version,$(1)))" ] || { echo "make: the $(1) platform environment needs Python $(call platform_python_version,$(1)): install it (pyenv install $(call platform_python_version,$(1))) or set PYTHON_$(1)=/path/to/python; make test PLATFORMS= leaves the platforms out" >&2; exit 1; }
 	rm -rf $(dir $(call platform_venv,$(1)))venv-$(1)-* && mkdir -p $(dir $(call platform_venv,$(1))) && $(call platform_python,$(1),$(call platform_python_version,$(1))) -m venv $(call platform_venv,$(1))
 	PIP_CONFIG_FILE=/dev/null $(call platform_venv,$(1))/bin/python -m pip install --quiet --disable-pip-version-check -r platforms/$(1).txt

@@ -86,11 +86,11 @@ def answered_section_6(edition):
     """Sections 1 to 6 with the model answers, in the edition's own folders (section 6's
     load_parts reads the earlier ones); returns section 6's notebook."""
     import nbformat
-    from grader.course import SECTIONS, solution_notebook
+    from grader.course import SECTIONS, solution_notebook, without_hidden_tests
     for section in SECTIONS[:SECTIONS.index("06-tiny-transformer") + 1]:
         notebook = nbformat.read(solution_notebook(section), as_version=4)
         for cell in notebook.cells:  # as the edition shows the checks: no hidden tests
-            cell.source = re.sub(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS\n?", "", cell.source, flags=re.S)
+            cell.source = without_hidden_tests(cell.source)
         nbformat.write(notebook, Path(edition) / "notebooks" / section / f"{section}.ipynb")
     return Path(edition) / "notebooks" / "06-tiny-transformer" / "06-tiny-transformer.ipynb"
 

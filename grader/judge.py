@@ -8,9 +8,10 @@ task's: nothing the submission does to its own process (rebinding `check`, patch
 checks, input transformers) reaches it.
 
 Under nbgrader, `JudgedExecute` takes the place of nbgrader's Execute preprocessor: every cell
-runs in the kernel as usual, check cells included (what the student would see: the in-notebook
-result); then the judge checks the task and its verdict becomes the cell's output, which is what
-nbgrader scores. The verdicts are also kept in `VERDICTS` for the grader, which takes the scores
+runs in the kernel as usual, check cells included, but without their hidden tests (what the
+student would see: the in-notebook result; the kernel never learns the hidden tests' results,
+which its sandbox does not hold); then the judge checks the task, hidden tests included, and its
+verdict becomes the cell's output, which is what nbgrader scores. The verdicts are also kept in `VERDICTS` for the grader, which takes the scores
 from them, not from a gradebook the submission could have written to.
 """
 
@@ -24,7 +25,7 @@ import re
 import nbformat
 import torch
 
-from grader.course import SOLUTIONS, is_parts_cell, solution_notebook
+from grader.course import SOLUTIONS, is_parts_cell, solution_notebook, without_hidden_tests
 from grader.probe import Exchange, Link, NotPlainData
 
 # (section, student) -> {grade_id: verdict}: filled while nbgrader autogrades, read by the grader
@@ -95,10 +96,12 @@ def parse(source):
     return calls
 
 
-def judge(section, grade_id, link):
-    """Run the check cell `grade_id` of `section` here, on the student's code behind `link`.
-    Returns {"passed", "stdout", "error": (name, message) or None}."""
+def judge(section, grade_id, link, hidden=True):
+    """Run the check cell `grade_id` of `section` here, on the student's code behind `link`
+    (hidden=False: without its hidden tests). Returns {"passed", "stdout", "error": (name,
+    message) or None}."""
     source, _ = check_cells(section)[grade_id]
+    source = source if hidden else without_hidden_tests(source)
     module = check_module(section)
     stdout = io.StringIO()
     error = None
@@ -167,23 +170,34 @@ def _execute_preprocessor():
                 cell, resources = super().preprocess_cell(cell, resources, index)
                 cell.source = own
                 return cell, resources
+            if not is_check_cell(cell):
+                return super().preprocess_cell(cell, resources, index)
+            full, cell.source = cell.source, without_hidden_tests(cell.source)
             cell, resources = super().preprocess_cell(cell, resources, index)
-            if is_check_cell(cell):
-                info = resources["nbgrader"]
-                section, grade_id = info["assignment"], nbgrader(cell)["grade_id"]
+            cell.source = full
+            info = resources["nbgrader"]
+            section, grade_id = info["assignment"], nbgrader(cell)["grade_id"]
 
-                def run(code):
-                    self.execute_cell(nbformat.v4.new_code_cell(code), index, store_history=False)
+            def run(code):
+                self.execute_cell(nbformat.v4.new_code_cell(code), index, store_history=False)
 
+            def judged(hidden):
                 try:
                     with Exchange(self.exchange or None) as exchange:
-                        verdict = judge(section, grade_id, Link(run, exchange))
+                        return judge(section, grade_id, Link(run, exchange), hidden)
                 except NotPlainData as failure:  # the kernel swapped the folder before the judge held it
-                    verdict = {"passed": False, "stdout": "",
-                               "error": ("NotPlainData", f"{failure}: the submission interferes with the grader")}
-                verdict["in_notebook"] = not failed_in_notebook(cell)
-                VERDICTS.setdefault((section, info["student"]), {})[grade_id] = verdict
-                cell.outputs = outputs(verdict)
+                    return {"passed": False, "stdout": "",
+                            "error": ("NotPlainData", f"{failure}: the submission interferes with the grader")}
+
+            verdict = judged(hidden=True)
+            # What the notebook said, as the judge says it of the same checks: the kernel ran the
+            # visible ones only, so a task that fails only hidden tests is no contradiction.
+            in_notebook = not failed_in_notebook(cell)
+            if in_notebook and not verdict["passed"] and judged(hidden=False)["passed"]:
+                in_notebook = False
+            verdict["in_notebook"] = in_notebook
+            VERDICTS.setdefault((section, info["student"]), {})[grade_id] = verdict
+            cell.outputs = outputs(verdict)
             return cell, resources
 
     return JudgedExecute

@@ -232,17 +232,19 @@ def _course_state():
 
 
 def _record_for_kernels(folder, sections):
-    """Record each of `sections` into folder/SECTION (run in a process of its own): its results
-    with the hidden tests' (expected.pt) and its catalogued mistakes (mistakes.json). A section
-    whose data cannot be read here (Banking77 offline) gets `unavailable.txt`, saying why, instead:
-    the other sections still grade."""
+    """Record each of `sections` into folder/SECTION (run in a process of its own): the results of
+    its visible checks (expected.pt, what a grading kernel's check cells ask for: never a hidden
+    test's, which a submission could hand back as its own answer) and its catalogued mistakes,
+    hidden tests included (mistakes.json). A section whose data cannot be read here (Banking77
+    offline) gets `unavailable.txt`, saying why, instead: the other sections still grade."""
     import torch
     import ticketnet
     for section in sections:
         (Path(folder) / section).mkdir(mode=0o755)
         mistakes = {}
         try:
-            recorded = record([section], hidden=True, mistakes=mistakes)
+            record([section], hidden=True, mistakes=mistakes)
+            recorded = record([section], hidden=False)
         except ticketnet.DataError as error:
             (Path(folder) / section / "unavailable.txt").write_text(str(error))
             continue
@@ -296,11 +298,13 @@ def _recorded():
 
 def kernel_references():
     """A folder the grading sandbox shows in place of grader/references: the student edition's
-    reader with the results of every check, hidden tests included. A kernel that could import the
-    code computing them could hand the course's own attention in as its answer. Recorded (about
-    half a minute) by a process of its own the first time a state of the course grades, then kept
-    in KERNEL_REFERENCES; recordings unused for a week are removed. A section whose data is
-    missing here is left out (its own notebook then fails on the data, saying where to put it)."""
+    reader with the results of every visible check, as the student edition holds them. A kernel
+    that could import the code computing them could hand the course's own attention in as its
+    answer; one that could read a hidden test's result could hand that in (grader.judge runs the
+    hidden tests outside the kernel, with the code itself). Recorded (about a minute) by a process
+    of its own the first time a state of the course grades, then kept in KERNEL_REFERENCES;
+    recordings unused for a week are removed. A section whose data is missing here is left out
+    (its own notebook then fails on the data, saying where to put it)."""
     return _recorded() / "references"
 
 

@@ -483,3 +483,41 @@ def test_a_name_that_comes_back_must_be_a_python_name():
             probe._stand_in(name)
     assert probe._stand_in("MultiHead").__name__ == "MultiHead"
     assert probe._python_name("0", "a child") == "0"  # a ModuleList's first child
+
+
+# --- recorded results: none of a hidden test where a graded kernel can read them --------------
+
+HIDDEN_KEY = "heads.multi_head(48, 3, (4, 12, 7), 1)"  # the result of a hidden test of MultiHead
+
+
+def test_the_grading_sandbox_holds_no_hidden_tests_result():
+    """Issue 41, finding 2: on 769cc8c the grading sandbox's expected.pt held the recorded result
+    of every check, hidden tests included; a notebook that rebuilt each hidden input and returned
+    its recorded result scored 7 of 11 with no mask or attention written. Now it holds the visible
+    checks' results only, as the student edition does, and the judge runs the hidden tests outside
+    the kernel."""
+    import torch
+    from grader import publish
+    shown = torch.load(publish.kernel_references() / publish.EXPECTED_NAME, weights_only=True)
+    visible = publish.record(sections=(SECTION,), hidden=False)
+    assert {key for key in shown if key.startswith("heads.")} == set(visible)
+    assert HIDDEN_KEY in publish.record(sections=(SECTION,), hidden=True) and HIDDEN_KEY not in shown
+
+
+@pytest.mark.nbgrader
+def test_an_answer_that_fails_only_hidden_tests_loses_its_task_and_is_not_flagged(tmp_path):
+    """The kernel runs the check cells without their hidden tests: a split that works for four
+    heads only passes there, fails the judge's hidden tests (MultiHead's too, which splits with
+    it), and is no sign of tampering."""
+    notebook = submission("", "", "", wrong={})
+    for cell in _answer_cells(notebook):
+        if cell.metadata["nbgrader"]["grade_id"] == "split_heads":
+            cell.source = ("def split_heads(h, heads):\n    b, s, d = h.shape\n"
+                           "    return h.view(b, s, 4, d // 4).transpose(1, 2)\n")
+    nbformat.write(notebook, tmp_path / f"{SECTION}.ipynb")
+    result = _check(tmp_path / f"{SECTION}.ipynb")
+    scores = {t["grade_id"]: t["score"] for t in result["tasks"]}
+    lost = ("test_split_heads", "test_MultiHead")
+    assert result["score"] == FULL - sum(check_cells(SECTION)[name][1] for name in lost), scores
+    assert all(scores[name] == 0 for name in lost), scores
+    assert result["flags"] == [], result["flags"]

@@ -10,14 +10,13 @@ import importlib
 import importlib.util
 import io
 import os
-import re
 import time
 import traceback
 from dataclasses import dataclass
 
 import nbformat
 
-from grader.course import solution_notebook
+from grader.course import solution_notebook, without_hidden_tests
 
 
 @dataclass(frozen=True)
@@ -73,8 +72,7 @@ class Session:
         path = solution_notebook(section)
         self.notebook = nbformat.read(path, as_version=4)
         self.answers = answer_cells(self.notebook)
-        shown = (lambda source: source) if hidden else (
-            lambda source: re.sub(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS\n?", "", source, flags=re.S))
+        shown = (lambda source: source) if hidden else without_hidden_tests
         self.checks = {_nbgrader(c)["grade_id"]: shown(c.source) for c in self.notebook.cells
                        if c.cell_type == "code" and _nbgrader(c).get("grade") and not _nbgrader(c).get("solution")}
         self.namespace = {"__name__": "__main__"}
