@@ -42,11 +42,6 @@ def message_shape(message):
     return NUMBER.sub("#", first.removeprefix("AssertionError: "))
 
 
-def without_hidden_tests(source):
-    """A check cell's code as the release shows it: its hidden tests left out."""
-    return re.sub(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS\n?", "", source, flags=re.S)
-
-
 def is_parts_cell(cell):
     return cell.cell_type == "code" and PARTS_TAG in cell.metadata.get("tags", [])
 

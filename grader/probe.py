@@ -682,24 +682,29 @@ class RemoteModule(nn.Module):
         return self._link.call(self, None, args, kwargs)
 
 
-def _python_name(name, what):
+def _python_name(name, what, qualified=False):
     """`name` as the kernel sent it, if it is a Python name or a list index (a ModuleList's
-    children are "0", "1", ...): a name may end up in a message, never free text or a new line."""
-    if type(name) is not str or not (name.isidentifier() or re.fullmatch(r"[0-9]{1,9}", name)) or len(name) > 100:
+    children are "0", "1", ...), or with `qualified`, a dotted one as Python names functions and
+    classes (`make.<locals>.<lambda>`): a name may end up in a message, never free text or a new line."""
+    if qualified:
+        named = type(name) is str and re.fullmatch(r"[\w<>]+(\.[\w<>]+)*", name)
+    else:
+        named = type(name) is str and (name.isidentifier() or re.fullmatch(r"[0-9]{1,9}", name))
+    if not named or len(name) > 200:
         raise NotPlainData(f"the kernel named {what} {str(name)[:40]!r}, which is not a Python name")
     return name
 
 
 def _stand_in(name, cache={}):  # noqa: B006 - one class per name, on purpose
     """A subclass of Remote named as the student's object, so that messages name it."""
-    name = _python_name(name, "an object")
+    name = _python_name(name, "an object", qualified=True)
     if name not in cache:
         cache[name] = type(name, (Remote,), {})
     return cache[name]
 
 
 def _remote_module_class(name, cache={}):  # noqa: B006
-    name = _python_name(name, "a module class")
+    name = _python_name(name, "a module class", qualified=True)
     if name not in cache:
         cache[name] = type(name, (RemoteModule,), {})
     return cache[name]
@@ -707,7 +712,7 @@ def _remote_module_class(name, cache={}):  # noqa: B006
 
 def _opaque(name, cache={}):  # noqa: B006
     """A value of a type the judge does not load: only its type's name and its repr."""
-    name = _python_name(name, "a type")
+    name = _python_name(name, "a type", qualified=True)
     if name not in cache:
         cache[name] = type(name, (), {"__init__": lambda self, text: setattr(self, "text", text),
                                       "__repr__": lambda self: self.text})

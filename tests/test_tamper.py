@@ -478,10 +478,11 @@ def test_a_name_that_comes_back_must_be_a_python_name():
         description[kind] = {key: None}
         with pytest.raises(probe.NotPlainData, match="which is not a Python name"):
             probe._load_description(nn.Module(), description, link=None)
-    for name in ("Evil\nclass", "a.b", ""):
+    for name in ("Evil\nclass", "a b", "", "a..b"):
         with pytest.raises(probe.NotPlainData, match="not a Python name"):
             probe._stand_in(name)
-    assert probe._stand_in("MultiHead").__name__ == "MultiHead"
+    for name in ("MultiHead", "_sly.<locals>.<lambda>", "_noisy.<locals>.run"):  # as Python names functions
+        assert probe._stand_in(name).__name__ == name
     assert probe._python_name("0", "a child") == "0"  # a ModuleList's first child
 
 

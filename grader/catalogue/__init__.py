@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import nbformat
 
-from grader.course import solution_notebook, without_hidden_tests
+from grader.course import solution_notebook
+from grader.judge import without_hidden_tests
 
 
 @dataclass(frozen=True)
