@@ -5,8 +5,9 @@ Python and libraries; a student who installs today gets the newest releases. pla
 one place that says which platforms exist: each platforms/NAME.in names its versions, where they
 come from, its Python (`# python: X.Y`) and the module its kernel holds (`# platform module:`),
 and platforms/NAME.txt locks it. `make test` builds one environment per lock and sets
-PLATFORM_PYTHONS ("NAME=/path/to/python ..."); the tests of each platform (a class, so that the
-parallel suite spreads the platforms over its workers) run the course in it: every solution
+PLATFORM_PYTHONS ("NAME=/path/to/python ..."); the tests of each platform (two classes, the
+release notebooks alone being the longest, so that the parallel suite spreads them over its
+workers) run the course in it: every solution
 notebook clean, every catalogue entry with the verdict and message it gets under our pins, the
 edition's own check, and every release notebook opened alone in an empty folder, fetched by its
 set-up cell, untouched and with the model answers written in. The supported range
@@ -113,8 +114,8 @@ def edition(tmp_path_factory):
     return folder
 
 
-class OnPlatform:
-    """The course under one platform's locked versions; a subclass per platform names it."""
+class PlatformPython:
+    """The Python of one platform's environment; a subclass per platform names it."""
     name = None
 
     @pytest.fixture(scope="class")
@@ -126,6 +127,10 @@ class OnPlatform:
                         "platforms/*.txt and sets it (`make test PLATFORMS=` leaves them out)")
         assert Path(given[cls.name]).is_file(), f"{given[cls.name]} does not exist; run `make test`"
         return given[cls.name]
+
+
+class OnPlatform(PlatformPython):
+    """The course under one platform's locked versions."""
 
     def test_the_environment_holds_exactly_the_locked_versions(self, python):
         frozen = _run(python, "-m", "pip", "freeze")
@@ -157,6 +162,12 @@ class OnPlatform:
         publishes; the student runs them on the platform's versions."""
         assert_model_answers_pass_the_editions_check(edition, section, python=python)
 
+
+
+class ReleaseAloneOnPlatform(PlatformPython):
+    """The release notebooks alone under one platform's versions: a class of its own, so that the
+    parallel suite runs it beside the platform's other tests (it takes the longest)."""
+
     def test_every_release_notebook_alone_fetches_the_edition_and_passes_with_the_model_answers(
             self, python, edition):
         """tests/test_release_alone.py, run by the platform's Python against the edition served as
@@ -168,8 +179,9 @@ class OnPlatform:
         assert re.search(rf"\b{2 * len(SECTIONS)} passed\b", run.stdout), run.stdout[-2000:]
 
 
-for _name in PLATFORMS:  # TestOnColab, TestOnKaggle, TestOnNewest
-    globals()[f"TestOn{_name.title()}"] = type(f"TestOn{_name.title()}", (OnPlatform,), {"name": _name})
+for _name in PLATFORMS:  # TestOnColab, TestReleaseAloneOnColab, TestOnKaggle, ...
+    for _kind, _base in (("TestOn", OnPlatform), ("TestReleaseAloneOn", ReleaseAloneOnPlatform)):
+        globals()[f"{_kind}{_name.title()}"] = type(f"{_kind}{_name.title()}", (_base,), {"name": _name})
 
 
 def test_make_takes_torch_from_pytorchs_cpu_index_unless_this_machine_has_the_wheel(tmp_path):
