@@ -30,6 +30,8 @@ from grader.sandbox import MEMORY_MB, TIMEOUT
 # A file name's student id: what comes before the first "_" or ".", e.g. ada_01-heads.ipynb -> ada.
 # LMS exports differ; pass --pattern with a named group (?P<student>...) for yours.
 DEFAULT_PATTERN = r"^(?P<student>[^_.]+)"
+# What a spreadsheet reads as the start of a formula in a cell (OWASP, CSV injection)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 class ClusterError(Exception):
@@ -77,6 +79,31 @@ def _student(name, regex):
         raise ValueError(f"{name}: the pattern {regex.pattern!r} finds no student id "
                          "(use --pattern with a group (?P<student>...))")
     return match.group("student")
+
+
+def _held(submissions):
+    """key -> a result of no score for each submission that shares its student and section with
+    another: which one counts is the instructor's choice, so neither is graded. A notebook that
+    cannot be read or placed in a section is left to grading, which says why."""
+    from grader.grading import NotGradable, identify, read_notebook
+    by_owner = {}
+    for submission in submissions:
+        try:
+            section = identify(read_notebook(submission.path))
+        except NotGradable:
+            continue
+        by_owner.setdefault((submission.student, section), []).append(submission)
+    held = {}
+    for (student, section), group in by_owner.items():
+        if len(group) > 1:
+            names = ", ".join(str(s.path) for s in group)
+            for submission in group:
+                error = (f"not graded: {student} has {len(group)} notebooks of {section} ({names}); "
+                         "remove all but one and grade again")
+                held[f"{student}/{submission.path.name}"] = {
+                    **_failed(submission.path, error, grader_failure=True), "student": student,
+                    "seconds": 0.0, "held": True}
+    return held
 
 
 def _sha256(path):
@@ -179,17 +206,23 @@ def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=D
         _save(store, results)
         _journal(store).unlink()
     versions = grading_versions([("timeout", timeout), ("memory_mb", memory_mb), ("sandboxed", sandboxed)])
+    held = _held(submissions)
+    for key in [k for k, r in results.items() if r.get("held")]:
+        del results[key]  # held in a run before: this run's files decide again
+    results.update(held)
     todo = []
     for submission in submissions:
         key = f"{submission.student}/{submission.path.name}"
+        if key in held:
+            continue
         digest = _sha256(submission.path)
         previous = results.get(key)
         if (previous and previous.get("sha256") == digest and not previous.get("grader_failure")
                 and previous.get("version") == versions.get(previous.get("section"))):
             continue
         todo.append((key, submission, digest))
-    echo(f"{len(submissions)} submissions, {len(submissions) - len(todo)} already graded, "
-         f"{len(todo)} to grade")
+    echo(f"{len(submissions)} submissions, {len(submissions) - len(todo) - len(held)} already graded, "
+         f"{len(todo)} to grade" + (f", {len(held)} held: a student's second notebook of a section" if held else ""))
     workers = min(workers or os.cpu_count() or 1, len(todo))
     if todo:
         with tempfile.TemporaryDirectory() as template:
@@ -377,11 +410,20 @@ def _write_grades(path, results, manual):
                                                                *result.get("flags", [])]
         rows[result["student"]]["problems"] += [f"{name}: {problem}" for problem in problems]
     with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, ["student", *columns, "total", "waiting", "problems"], restval=0)
+        # every cell quoted, and text a spreadsheet would run as a formula made plain text (OWASP's
+        # advice on CSV injection): a student id or a file name is the student's to choose
+        writer = csv.DictWriter(f, ["student", *columns, "total", "waiting", "problems"], restval=0,
+                                quoting=csv.QUOTE_ALL)
         writer.writeheader()
         for student in sorted(rows):
             row = rows[student]
             row["total"] = sum(v for k, v in row.items() if k.endswith(":total") and v != "")
             row["waiting"] = "; ".join(row["waiting"])
             row["problems"] = "; ".join(row["problems"])
-            writer.writerow(row)
+            writer.writerow({k: plain_text(v) for k, v in row.items()})
+
+
+def plain_text(value):
+    """A table cell that no spreadsheet runs: text that begins like a formula gets a leading
+    apostrophe, which spreadsheets show as text and hide; numbers stay numbers."""
+    return f"'{value}" if isinstance(value, str) and value[:1] in FORMULA_STARTS else value

@@ -1,17 +1,22 @@
-"""MUTATION.md, the committed mutation report: what `make mutation` measured, module by module.
+"""MUTATION.md, the committed mutation report: what `make mutation` measured, function by function.
 
-    python tests/mutation.py write      # after `mutmut run`, in the repository (needs mutmut)
+    python tests/mutation.py stale              # mutmut's patterns for the functions to measure again
+    python tests/mutation.py write [PATTERN...] # after `mutmut run [PATTERN...]` (needs mutmut)
 
-Each module's row records the SHA-256 of the source it was measured on. A module whose mutants
-were all tested in this run (mutants/) gets a fresh row; a module left out of the run
-(`make mutation MUTANTS='grader.report.*'` tests one) keeps its committed row, as long as its
-source has not changed since. tests/test_mutation.py fails when a row is older than its source.
+Each function's row records a digest of its code (its syntax tree, so a comment or a re-wrapped
+line does not count as a change) and the day it was measured. `make mutation` asks `stale` which
+functions have no row for their current code, has mutmut mutate only those, and `write` gives them
+fresh rows; every other row stays as it was. tests/test_mutation.py fails when a function's row
+is missing or older than its code, or when a survivor is not explained.
 
 A survivor is either killed by a test or listed in tests/equivalent_mutants.txt with the reason
 no test can tell it from the real code. An entry names the function and the line the mutant
 changes, not mutmut's number for it, so it stays valid when other mutants are added.
 """
 
+import ast
+import datetime
+import fnmatch
 import hashlib
 import re
 import sys
@@ -26,7 +31,8 @@ MODULES = {"ticketnet": "ticketnet.py", "grader.autograde": "grader/autograde.py
            "grader.repair": "grader/repair.py", "grader.report": "grader/report.py"}
 MINIMUM = 85  # percent of mutants killed, over all modules
 DETECTED = {"killed", "timeout", "segfault"}  # a test failed, hung or crashed on the mutant
-COLUMNS = ["module", "source sha256", "mutants", "killed", "equivalent", "survived", "no tests", "score"]
+COUNTS = ["mutants", "killed", "equivalent", "survived", "no tests"]
+COLUMNS = ["function", "code sha256", "measured", *COUNTS]
 
 
 @dataclass(frozen=True)
@@ -52,8 +58,28 @@ def equivalents(path=EQUIVALENT):
     return entries
 
 
-def source_sha256(module):
-    return hashlib.sha256((ROOT / MODULES[module]).read_bytes()).hexdigest()[:16]
+def functions(module):
+    """mutmut's key of each function and method of a module -> its syntax tree. mutmut mutates
+    these and nothing else (decorated ones are left alone, and get no mutant)."""
+    tree = ast.parse((ROOT / MODULES[module]).read_text())
+    found = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found[f"{module}.x_{node.name}"] = node
+        elif isinstance(node, ast.ClassDef):
+            for method in node.body:
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found[f"{module}.xǁ{node.name}ǁ{method.name}"] = method
+    return found
+
+
+def code_sha256(node):
+    return hashlib.sha256(ast.dump(node).encode()).hexdigest()[:16]
+
+
+def current():
+    """Every mutated function -> the digest of its code today."""
+    return {key: code_sha256(node) for module in MODULES for key, node in functions(module).items()}
 
 
 def module_of(key):
@@ -65,24 +91,30 @@ def function_of(key):
 
 
 def committed_rows(path=REPORT):
-    """module -> its row of the committed report's table (a dict by column)."""
+    """function -> its row of the committed report's table of functions (a dict by column)."""
     rows = {}
     if path.is_file():
         for line in path.read_text().splitlines():
             cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
-            if len(cells) == len(COLUMNS) and cells[0] in MODULES:
+            if len(cells) == len(COLUMNS) and re.match(r"[\w.]+\.x[_ǁ]", cells[0]):
                 rows[cells[0]] = dict(zip(COLUMNS, cells))
     return rows
 
 
+def stale(rows=None):
+    """The functions whose code has no row of its own in MUTATION.md, in course order."""
+    rows = committed_rows() if rows is None else rows
+    return [key for key, digest in current().items() if rows.get(key, {}).get("code sha256") != digest]
+
+
 def score(rows):
-    """The share of all mutants killed, in percent."""
+    """The share of all mutants killed, in percent (100 when there are none)."""
     total = sum(int(r["mutants"]) for r in rows)
-    return 100 * sum(int(r["killed"]) for r in rows) / total if total else 0.0
+    return 100 * sum(int(r["killed"]) for r in rows) / total if total else 100.0
 
 
 def _measured():
-    """module -> [(mutant key, status, removed line, added line)] from mutmut's results."""
+    """function -> [(mutant key, status, removed line, added line)] from mutmut's results."""
     from mutmut.__main__ import SourceFileMutationData, status_by_exit_code, walk_mutatable_files
     from mutmut.mutation.diff_apply import get_diff_for_mutant
     found = {}
@@ -96,61 +128,87 @@ def _measured():
                 diff = get_diff_for_mutant(key, path=path).splitlines()[2:]
                 removed = " ⏎ ".join(l[1:].strip() for l in diff if l.startswith("-"))
                 added = " ⏎ ".join(l[1:].strip() for l in diff if l.startswith("+"))
-            found.setdefault(module_of(key), []).append((key, status, removed, added))
+            found.setdefault(function_of(key), []).append((key, status, removed, added))
     return found
 
 
-def write():
-    """Write MUTATION.md from mutants/; returns the score."""
-    known = {(e.function, e.original, e.mutant): e for e in equivalents()}
-    committed, measured = committed_rows(), _measured()
-    rows, unexplained, used = [], [], set()
-    for module in MODULES:
-        mutants = measured.get(module, [])
-        if mutants and all(status != "not checked" for _, status, _, _ in mutants):
-            counts = {"killed": 0, "equivalent": 0, "survived": 0, "no tests": 0}
-            for key, status, removed, added in mutants:
-                entry = known.get((function_of(key), removed, added))
-                if status in DETECTED:
-                    counts["killed"] += 1
-                elif entry:
-                    counts["equivalent"] += 1
-                    used.add(entry)
-                else:
-                    counts["no tests" if status == "no tests" else "survived"] += 1  # suspicious, skipped: not killed
-                    unexplained.append((key, status, removed, added))
-            rows.append({"module": module, "source sha256": source_sha256(module), "mutants": str(len(mutants)),
-                         **{k: str(v) for k, v in counts.items()}})
-        elif module in committed and committed[module]["source sha256"] == source_sha256(module):
-            rows.append(committed[module])
+def _fresh_row(key, digest, mutants, known, unexplained):
+    """The row of a function whose every mutant mutmut has just tested."""
+    counts = dict.fromkeys(COUNTS, 0)
+    counts["mutants"] = len(mutants)
+    for mutant, status, removed, added in mutants:
+        if status == "not checked":
+            sys.exit(f"{key}: mutmut has not tested {mutant}; run `make mutation MUTANTS='{key}__mutmut_*'`")
+        if status in DETECTED:
+            counts["killed"] += 1
+        elif (key, removed, added) in known:
+            counts["equivalent"] += 1
         else:
-            sys.exit(f"{module}: not tested in this run and changed since MUTATION.md; run `make mutation "
-                     f"MUTANTS='{module}.*'`")
-    for row in rows:
-        row["score"] = f"{score([row]):.1f}%"
+            counts["no tests" if status == "no tests" else "survived"] += 1  # suspicious, skipped: not killed
+            unexplained.append((mutant, status, removed, added))
+    return {"function": key, "code sha256": digest, "measured": datetime.date.today().isoformat(),
+            **{k: str(v) for k, v in counts.items()}}
+
+
+def write(patterns=("*",)):
+    """Write MUTATION.md: fresh rows for the functions that mutmut's PATTERNS name (mutants/ holds
+    their results), the committed rows for the others. Returns the score over all functions."""
+    known = {(e.function, e.original, e.mutant) for e in equivalents()}
+    committed, measured = committed_rows(), _measured()
+    rows, unexplained = [], []
+    for key, digest in current().items():
+        if any(fnmatch.fnmatch(f"{key}__mutmut_1", p) or fnmatch.fnmatch(key, p) for p in patterns):
+            rows.append(_fresh_row(key, digest, measured.get(key, []), known, unexplained))
+        elif committed.get(key, {}).get("code sha256") == digest:
+            rows.append(committed[key])
+        else:
+            sys.exit(f"{key}: changed since MUTATION.md and not measured in this run; run `make mutation`")
+    REPORT.write_text(render(rows, unexplained))
     total = score(rows)
-    lines = ["# Mutation testing", "",
-             "What `make mutation` measured: mutmut changed the code below one small step at a time "
-             "(setup.cfg [mutmut]) and ran the fast tests on each change. A mutant is killed when a "
-             "test fails, hangs or crashes on it. Written by `python tests/mutation.py write`; "
-             "`tests/test_mutation.py` checks that each row was measured on the module's current source.",
-             "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(f"`{r[c]}`" if c == "source sha256" else r[c] for c in COLUMNS) + " |" for r in rows]
-    lines += ["", f"Score: {total:.1f}% of {sum(int(r['mutants']) for r in rows)} mutants killed "
-                  f"(at least {MINIMUM}% wanted).", ""]
-    lines += ["## Survivors no test kills yet", ""]
-    lines += [f"- `{key}` ({status}): `{removed}` → `{added}`" for key, status, removed, added in unexplained] or ["None."]
-    lines += ["", "## Equivalent mutants", "",
-              f"Listed in `tests/equivalent_mutants.txt` ({len(known)} entries, {len(used)} matched in this run): "
-              "changes no test can tell from the real code, each with the reason.", ""]
-    lines += [f"- `{e.function}`: `{e.original}` → `{e.mutant}`. {e.reason}" for e in known.values()]
-    REPORT.write_text("\n".join(lines) + "\n")
-    print(f"mutation score: {total:.1f}% ({len(unexplained)} survivors not listed as equivalent); "
-          f"wrote {REPORT.name}")
+    print(f"mutation score: {total:.1f}% ({len(unexplained)} survivors not listed as equivalent); wrote {REPORT.name}")
     return total
 
 
+def render(rows, unexplained=()):
+    """MUTATION.md's text: a summary by module, every function's row, the survivors, the equivalents."""
+    by_module = {}
+    for row in rows:
+        by_module.setdefault(module_of(row["function"]), []).append(row)
+    summary = ["| module | functions | " + " | ".join(COUNTS) + " | score |", "|---" * (len(COUNTS) + 3) + "|"]
+    for module, members in by_module.items():
+        sums = [sum(int(r[c]) for r in members) for c in COUNTS]
+        summary.append(f"| {module} | {len(members)} | " + " | ".join(map(str, sums)) + f" | {score(members):.1f}% |")
+    table = ["| " + " | ".join(COLUMNS) + " |", "|---" * len(COLUMNS) + "|"]
+    table += ["| " + " | ".join(f"`{r[c]}`" if c in ("function", "code sha256") else r[c] for c in COLUMNS) + " |"
+              for r in rows]
+    entries = equivalents()
+    lines = ["# Mutation testing", "",
+             "What `make mutation` measured: mutmut changed each function below one small step at a time "
+             "(setup.cfg [mutmut]) and ran the fast tests that cover it on each change. A mutant is killed "
+             "when a test fails, hangs or crashes on it. Written by `python tests/mutation.py write`. "
+             "Each function's row names the digest of the code it was measured on and the day; "
+             "`make mutation` measures again only the functions whose code has changed since, and "
+             "`tests/test_mutation.py` fails while one has no current row.", "",
+             *summary, "",
+             f"Score: {score(rows):.1f}% of {sum(int(r['mutants']) for r in rows)} mutants killed "
+             f"(at least {MINIMUM}% wanted).", "",
+             "## Survivors no test kills yet", ""]
+    lines += [f"- `{key}` ({status}): `{removed}` → `{added}`" for key, status, removed, added in unexplained] or ["None."]
+    lines += ["", "## Functions", "",
+              "A function with no mutant is one mutmut leaves alone (a decorated one) or finds nothing to change in.",
+              "", *table, "",
+              "## Equivalent mutants", "",
+              f"Listed in `tests/equivalent_mutants.txt` ({len(entries)} entries): changes no test can tell "
+              "from the real code, each with the reason.", ""]
+    lines += [f"- `{e.function}`: `{e.original}` → `{e.mutant}`. {e.reason}" for e in entries]
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] != ["write"]:
+    command, *patterns = sys.argv[1:] or [""]
+    if command == "stale":
+        print(" ".join(f"{key}__mutmut_*" for key in stale()))
+    elif command == "write":
+        sys.exit(write(patterns or ("*",)) < MINIMUM)
+    else:
         sys.exit(__doc__)
-    sys.exit(write() < MINIMUM)

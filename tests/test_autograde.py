@@ -314,6 +314,8 @@ def stand_in_class(tmp_path, monkeypatch):
     monkeypatch.setattr(autograde, "_course", None)
     from grader import sandbox
     monkeypatch.setattr(sandbox, "check_available", lambda: started.append("sandbox checked"))
+    monkeypatch.setattr(grading, "read_notebook", _read_spec)
+    monkeypatch.setattr(grading, "identify", _spec_section)
     out = tmp_path / "graded" / "fall 2026"
 
     def grade(*inputs, **options):
@@ -324,6 +326,19 @@ def stand_in_class(tmp_path, monkeypatch):
     grade.out, grade.course, grade.started, grade.pools = out, course, started, pools
     grade.recorded, grade.manual, grade.copies = recorded, manual, copies
     return grade
+
+
+def _read_spec(path):
+    try:
+        return json.loads(Path(path).read_text())
+    except ValueError:
+        raise grading.NotGradable("not a readable notebook") from None
+
+
+def _spec_section(spec):
+    if "section" not in spec:
+        raise grading.NotGradable("not a notebook of any section")
+    return spec["section"]
 
 
 def _hand_in(folder, name, **spec):
@@ -440,7 +455,7 @@ def test_a_class_with_nothing_new_starts_no_workers_and_still_writes_the_tables(
     results, lines = stand_in_class(tmp_path / "empty")
     assert results == {} and lines == ["0 submissions, 0 already graded, 0 to grade"]
     assert stand_in_class.pools == []
-    assert (stand_in_class.out / "grades.csv").read_text().splitlines() == ["student,total,waiting,problems"]
+    assert (stand_in_class.out / "grades.csv").read_text().splitlines() == ['"student","total","waiting","problems"']
     assert (stand_in_class.out / "report.html").is_file()
 
 
@@ -605,11 +620,11 @@ def test_grades_csv_puts_sections_in_course_order_and_reads_results_of_older_run
     with open(tmp_path / "grades.csv", newline="") as f:
         text = f.read()
     questions = {section: [f"{section}:{q}" for q in written_questions(section)] for section in (SECTIONS[1], SECTIONS[6])}
-    assert text.splitlines()[0] == ",".join(["student", f"{SECTIONS[1]}:test_x", *questions[SECTIONS[1]],
+    assert text.splitlines()[0] == ",".join(f'"{name}"' for name in ["student", f"{SECTIONS[1]}:test_x", *questions[SECTIONS[1]],
                                              f"{SECTIONS[1]}:total", f"{SECTIONS[6]}:test_x", *questions[SECTIONS[6]],
                                              f"{SECTIONS[6]}:total", "total", "waiting", "problems"])
     waiting = "; ".join(questions[SECTIONS[1]] + questions[SECTIONS[6]])
-    assert text.splitlines()[1] == f"ada,1.5,,,,1.5,2.0,,,,,2.0,3.5,{waiting},"
+    assert text.splitlines()[1] == f'"ada","1.5","","","","1.5","2.0","","","","","2.0","3.5","{waiting}",""'
 
 
 def test_grades_csv_takes_the_grades_entered_by_hand(tmp_path):
@@ -631,3 +646,53 @@ def test_grades_csv_takes_the_grades_entered_by_hand(tmp_path):
     assert [ben[f"{section}:{name}"] for name in ("test_x", first, second, third)] == ["0.0", "", "", ""]
     assert ben["total"] == "0.0" and ben["waiting"] == "; ".join(f"{section}:{q}" for q in (first, second, third))
 
+
+
+def test_two_notebooks_of_one_section_for_one_student_are_held_until_one_is_removed(stand_in_class, tmp_path):
+    hand_in = tmp_path / "class"
+    _hand_in(hand_in, "bob_01-heads.ipynb", section="01-heads", scores={"split": 0, "merge": 0})
+    _hand_in(hand_in, "bob_01-heads~.ipynb", section="01-heads", scores={"split": 2, "merge": 2})
+    _hand_in(hand_in, "bob_03-norms.ipynb", section="03-norms", scores={"norm": 2})  # another section: graded
+    _hand_in(hand_in, "ada_01-heads.ipynb", section="01-heads", scores={"split": 2, "merge": 2})
+    _hand_in(hand_in, "ada_x.ipynb", refuse="not a notebook")  # no section: grading says why
+    results, lines = stand_in_class(hand_in)
+    assert lines == ["5 submissions, 0 already graded, 3 to grade, 2 held: a student's second notebook of a section"]
+    assert sorted(stand_in_class.course.graded) == [("ada", "ada_01-heads.ipynb"), ("ada", "ada_x.ipynb"),
+                                                    ("bob", "bob_03-norms.ipynb")]
+    names = f"{hand_in / 'bob_01-heads.ipynb'}, {hand_in / 'bob_01-heads~.ipynb'}"
+    for key in ("bob/bob_01-heads.ipynb", "bob/bob_01-heads~.ipynb"):
+        assert results[key] == {**autograde._failed(results[key]["notebook"], (
+            f"not graded: bob has 2 notebooks of 01-heads ({names}); remove all but one and grade again"),
+            grader_failure=True), "student": "bob", "seconds": 0.0, "held": True}
+    assert sorted(student for _, student, *_ in stand_in_class.recorded) == ["ada", "ada", "bob"]
+    rows = {r["student"]: r for r in csv.DictReader(open(stand_in_class.out / "grades.csv"))}
+    assert rows["bob"]["01-heads:total"] == "" and rows["bob"]["03-norms:total"] == "2.0"
+    assert rows["bob"]["problems"].count("remove all but one") == 2
+    assert not (stand_in_class.out / "feedback" / "bob" / "01-heads").exists()
+
+    (hand_in / "bob_01-heads~.ipynb").unlink()
+    results, lines = stand_in_class(hand_in)
+    assert lines == ["4 submissions, 3 already graded, 1 to grade"]
+    assert "bob/bob_01-heads~.ipynb" not in results and results["bob/bob_01-heads.ipynb"]["score"] == 0.0
+    rows = {r["student"]: r for r in csv.DictReader(open(stand_in_class.out / "grades.csv"))}
+    assert rows["bob"]["01-heads:total"] == "0.0" and rows["bob"]["problems"] == ""
+
+
+def test_a_cell_a_spreadsheet_would_run_is_quoted_and_reads_back_as_text(tmp_path):
+    def result(student, notebook):
+        return {"student": student, "notebook": notebook, "section": "01-heads", "error": "", "score": 2.0,
+                "max_score": 2.0, "tasks": [{"grade_id": "test_split", "score": 2.0}], "flags": ["-flag"],
+                "interrupted": []}
+    students = ["=2+5+cmd|' -C calc'!A0", "+1", "-1", "@SUM(A1)", "\tx", "\ry", "ada", "a=b"]
+    results = {s: result(s, f"{s}_01-heads.ipynb") for s in students}
+    autograde._write_grades(tmp_path / "grades.csv", results, {})
+    with open(tmp_path / "grades.csv", newline="") as f:
+        records = f.read().split("\r\n")  # csv's line end; a lone "\r" inside a quoted cell is no record's end
+    assert all(line.startswith('"') and line.endswith('"') for line in records if line), records
+    with open(tmp_path / "grades.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    read = [row["student"] for row in rows]
+    assert sorted(read) == sorted(("'" + s if s[0] in "=+-@\t\r" else s) for s in students)
+    assert all(row["01-heads:total"] == "2.0" and row["total"] == "2.0" for row in rows)
+    assert {row["problems"][0] for row in rows} <= {"'", "a"}
+    assert autograde.plain_text(-1.5) == -1.5 and autograde.plain_text("") == ""

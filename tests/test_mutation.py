@@ -1,8 +1,10 @@
-"""The committed mutation report (MUTATION.md, made by `make mutation`) is current and meets its
-target, and every mutant listed as equivalent still exists in the code it describes."""
+"""The committed mutation report (MUTATION.md, made by `make mutation`) has a current row for every
+mutated function, meets its target, and every mutant listed as equivalent still exists in the code
+it describes."""
 
 import ast
 import re
+import shutil
 
 import pytest
 
@@ -14,19 +16,20 @@ def rows():
     return mutation.committed_rows()
 
 
-def test_every_module_was_measured_on_its_current_source(rows):
-    assert set(rows) == set(mutation.MODULES), "MUTATION.md lacks a module: run `make mutation`"
-    stale = [module for module, row in rows.items() if row["source sha256"] != mutation.source_sha256(module)]
-    assert not stale, (f"MUTATION.md was measured on an older {', '.join(mutation.MODULES[m] for m in stale)}: run "
-                       + " and ".join(f"`make mutation MUTANTS='{m}.*'`" for m in stale) + " and commit MUTATION.md")
+def test_every_function_was_measured_on_its_current_code(rows):
+    stale = mutation.stale(rows)
+    assert not stale, (f"MUTATION.md has no row for the current code of {', '.join(stale)}: run `make mutation` "
+                       "(it measures just these) and commit MUTATION.md")
+    gone = set(rows) - set(mutation.current())
+    assert not gone, f"MUTATION.md has rows for functions that no longer exist: {sorted(gone)}; run `make mutation`"
 
 
 def test_the_score_meets_the_target_and_every_survivor_is_explained(rows):
     for row in rows.values():
         counts = [int(row[c]) for c in ("killed", "equivalent", "survived", "no tests")]
         assert sum(counts) == int(row["mutants"]), row
-        # a row kept from an earlier run has no survivor list below it any more: its counts say it
-        assert counts[2:] == [0, 0], f"{row['module']}: survivors neither killed nor listed as equivalent"
+        assert counts[2:] == [0, 0], f"{row['function']}: survivors neither killed nor listed as equivalent"
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d", row["measured"]), row
     assert mutation.score(rows.values()) >= mutation.MINIMUM
     text = mutation.REPORT.read_text()
     assert f"Score: {mutation.score(rows.values()):.1f}%" in text
@@ -34,22 +37,29 @@ def test_the_score_meets_the_target_and_every_survivor_is_explained(rows):
     assert survivors == "None.", f"survivors neither killed nor listed as equivalent:\n{survivors}"
 
 
-def _functions(module):
-    """mutmut's key of each function and method of a module -> its source lines."""
-    source = (mutation.ROOT / mutation.MODULES[module]).read_text()
-    found = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.FunctionDef):
-            found[f"{module}.x_{node.name}"] = ast.get_source_segment(source, node)
-        elif isinstance(node, ast.ClassDef):
-            for method in node.body:
-                if isinstance(method, ast.FunctionDef):
-                    found[f"{module}.xǁ{node.name}ǁ{method.name}"] = ast.get_source_segment(source, method)
-    return found
+def test_only_a_change_to_a_functions_code_makes_it_stale(tmp_path, monkeypatch, rows):
+    for path in mutation.MODULES.values():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(mutation.ROOT / path, tmp_path / path)
+    monkeypatch.setattr(mutation, "ROOT", tmp_path)
+    report = tmp_path / "grader" / "report.py"
+    source = report.read_text()
+    node = mutation.functions("grader.report")["grader.report.x_mistake_named"]
+    lines = source.splitlines(keepends=True)
+    body = node.body[-1]  # a comment and a blank line inside the function leave its tree as it was
+    lines.insert(body.lineno - 1, " " * body.col_offset + "# a note on the last statement\n\n")
+    report.write_text("".join(lines))
+    assert mutation.stale(rows) == []
+    lines.insert(body.lineno - 1, " " * body.col_offset + "pass\n")
+    report.write_text("".join(lines))
+    assert mutation.stale(rows) == ["grader.report.x_mistake_named"]
 
 
 def test_every_equivalent_mutant_names_a_line_of_a_function_that_exists():
-    functions = {key: body for module in mutation.MODULES for key, body in _functions(module).items()}
+    functions = {}
+    for module in mutation.MODULES:
+        source = (mutation.ROOT / mutation.MODULES[module]).read_text()
+        functions |= {key: ast.get_source_segment(source, node) for key, node in mutation.functions(module).items()}
     entries = mutation.equivalents()
     for entry in entries:
         assert entry.function in functions, f"{entry.function}: no such function any more"
@@ -66,4 +76,3 @@ def test_an_equivalent_entry_must_have_its_four_lines(tmp_path):
         mutation.equivalents(tmp_path / "list.txt")
     (tmp_path / "list.txt").write_text("# a comment\nfunction: f\n- a\n+ b\nreason: why\n\nfunction: g\n- c\n+ d\nreason: because\n")
     assert [e.function for e in mutation.equivalents(tmp_path / "list.txt")] == ["f", "g"]
-    assert re.fullmatch(r"[0-9a-f]{16}", mutation.source_sha256("ticketnet"))

@@ -8,6 +8,7 @@ A right answer that warns and prints as it works is here too: it must keep full 
 to break the grader's probe in the kernel, which can only cost the submission its own points.
 """
 
+import csv
 import json
 import re
 import subprocess
@@ -522,3 +523,29 @@ def test_an_answer_that_fails_only_hidden_tests_loses_its_task_and_is_not_flagge
     assert result["score"] == FULL - sum(check_cells(SECTION)[name][1] for name in lost), scores
     assert all(scores[name] == 0 for name in lost), scores
     assert result["flags"] == [], result["flags"]
+
+
+@pytest.mark.nbgrader
+def test_a_second_file_for_one_student_and_a_formula_for_a_name_change_no_grade(tmp_path):
+    """Issue 41, findings 3 and 4. bob hands in his wrong answers and, beside them, a copy with
+    every answer right under a name that maps to him too: neither is graded until the instructor
+    keeps one (before, the copy's full marks replaced his grade without a word). A student id that
+    is a spreadsheet formula reaches grades.csv as plain text."""
+    flat = tmp_path / "class"
+    flat.mkdir()
+    nbformat.write(submission("", "", ""), flat / f"bob_{SECTION}.ipynb")
+    nbformat.write(submission("", "", "", wrong={}), flat / f"bob_{SECTION}~.ipynb")
+    formula = "=2+5+cmd|' -C calc'!A0"
+    nbformat.write(submission("", "", ""), flat / f"{formula}_{SECTION}.ipynb")
+    results = autograde([flat], tmp_path / "out", workers=1, timeout=30, echo=lambda line: None)
+    bob = [r for r in results.values() if r["student"] == "bob"]
+    assert len(bob) == 2 and all(r["score"] == 0 and r["grader_failure"] for r in bob)
+    assert all(f"bob_{SECTION}.ipynb" in r["error"] and f"bob_{SECTION}~.ipynb" in r["error"] for r in bob)
+    assert not (tmp_path / "out" / "feedback" / "bob").exists()
+    with open(tmp_path / "out" / "grades.csv", newline="") as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    assert rows["bob"][f"{SECTION}:total"] == "" and rows["bob"]["problems"].count("remove all but one") == 2
+    assert rows["'" + formula][f"{SECTION}:total"] == str(HONEST)  # read back: the apostrophe, then the id
+    raw = (tmp_path / "out" / "grades.csv").read_text().splitlines()
+    assert any(line.startswith(f"\"'{formula}\",") for line in raw), raw
+    assert not any(line.startswith(("=", "\"=")) for line in raw)
