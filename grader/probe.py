@@ -26,6 +26,11 @@ with O_EXCL and O_NOFOLLOW, and opens each answer without following a link, as a
 single name (`Exchange`). The folder's sticky bit keeps the kernel from renaming or removing the
 judge's files. Names that come back (children, weights, settings, classes) must be Python names.
 
+A check's counted stand-in (grader.checks.Counted: section 6's scorer on the test set) never
+goes to the kernel, where the student's code could rewrite its count: the kernel gets a line to it
+(`CallLine`, a Unix socket in the exchange folder), and the judge's own object answers and counts
+each call.
+
 The random state travels with each call (the judge's torch generator is set in the kernel before
 the call and read back after it), so a check that seeds torch and then builds the student's layer
 sees the same numbers as in the notebook. Arguments the student's code may change in place
@@ -38,12 +43,15 @@ import contextlib
 import importlib
 import io
 import itertools
+import json
 import os
 import pickle
 import re
 import shutil
+import socket
 import stat
 import tempfile
+import threading
 from pathlib import Path
 
 import torch
@@ -486,9 +494,21 @@ class Link:
         return self.decode(response["value"])
 
     def call(self, target, method, args, kwargs):
-        sync = {}
-        outgoing = [_outgoing(a, sync) for a in args]
-        outgoing_kwargs = {k: _outgoing(v, sync) for k, v in kwargs.items()}
+        sync, lines = {}, []
+
+        def outgoing_of(value):
+            if isinstance(value, checks.Counted):  # the kernel gets a line to it, never the object
+                lines.append(_Answering(self.exchange, f"{next(self.numbers)}.calls", value))
+                return CallLine(str(self.exchange.path / lines[-1].name))
+            return _outgoing(value, sync)
+        try:
+            return self._call(target, method, [outgoing_of(a) for a in args],
+                              {k: outgoing_of(v) for k, v in kwargs.items()}, args, kwargs, sync)
+        finally:
+            for line in lines:
+                line.close()
+
+    def _call(self, target, method, outgoing, outgoing_kwargs, args, kwargs, sync):
         watched = {}
         if isinstance(target, RemoteModule):
             sync[target._handle] = target._state()
@@ -531,9 +551,6 @@ class Link:
             mine.update(self.decode(theirs))
         elif isinstance(mine, list) and isinstance(theirs, list):
             mine[:] = self.decode(theirs)
-        elif type(mine).__module__.startswith("grader.checks") and isinstance(theirs, dict) \
-                and "__object__" in theirs:
-            vars(mine).update(self.decode(theirs["state"]))
 
     def decode(self, value):
         """Plain data back into values: tensors, numbers, modules rebuilt or stood in for."""
@@ -582,6 +599,86 @@ class Link:
         if "__opaque__" in value:
             return _opaque(value["__opaque__"])(value["repr"])
         return {k: self.decode(v) for k, v in value.items()}
+
+
+class CallLine:
+    """The kernel's stand-in for a check's Counted object (grader.checks.Counted): each call goes to
+    the judge over a Unix socket in the exchange folder, and the judge's object answers it."""
+
+    def __init__(self, address):
+        self.address = address
+
+    def __call__(self, *args):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as line:
+            line.connect(self.address)
+            line.sendall(json.dumps([a if isinstance(a, SIMPLE) else repr(a) for a in args]).encode() + b"\n")
+            answer = json.loads(_read_line(line))
+        if "error" in answer:
+            raise {"KeyError": KeyError, "TypeError": TypeError}.get(answer["error"], ValueError)(answer["message"])
+        return answer["value"]
+
+
+def _read_line(connection, most=1 << 16):
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = connection.recv(most - len(data))
+        if not chunk or len(data) + len(chunk) >= most:
+            raise ValueError("no whole line came")
+        data += chunk
+    return data
+
+
+class _Answering:
+    """The judge's end of a CallLine: a socket in the exchange folder that a thread serves while
+    the kernel runs one call of the student's code. Each connection is one call of `target`, the
+    judge's own object, answered with its value or its error. A call that cannot be read is
+    answered with an error and not made."""
+
+    def __init__(self, exchange, name, target):
+        self.exchange, self.name, self.target = exchange, name, target
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # bound through the folder's descriptor, never its path (the kernel could swap the path
+        # for a link); the sandbox's user must be able to connect: write access to the socket
+        mask = os.umask(0o044)
+        try:
+            self.socket.bind(f"/proc/self/fd/{exchange.fd}/{name}")
+        finally:
+            os.umask(mask)
+        self.socket.listen()
+        self.socket.settimeout(0.05)
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stopping.is_set():
+            try:
+                connection, _ = self.socket.accept()
+            except (TimeoutError, OSError):
+                continue
+            with connection:
+                connection.settimeout(2)
+                try:
+                    args = json.loads(_read_line(connection))
+                    if not (isinstance(args, list) and all(isinstance(a, SIMPLE) for a in args)):
+                        raise ValueError("not a list of plain values")
+                except (OSError, ValueError) as error:
+                    answer = {"error": "ValueError", "message": f"the grader could not read the call ({error})"}
+                else:
+                    try:
+                        answer = {"value": self.target(*args)}
+                    except (KeyError, TypeError, ValueError) as error:
+                        answer = {"error": type(error).__name__, "message": str(error.args[0]) if error.args else ""}
+                try:
+                    connection.sendall(json.dumps(answer).encode() + b"\n")
+                except OSError:  # the kernel hung up: its loss
+                    pass
+
+    def close(self):
+        self.stopping.set()
+        self.thread.join()
+        self.socket.close()
+        self.exchange.remove(self.name)
 
 
 def _replay_pre_hooks(module, args, kwargs):

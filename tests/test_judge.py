@@ -119,6 +119,24 @@ def test_what_the_students_code_does_to_its_arguments_comes_back(kernel):
     assert d == {"old": 0, "new": 1} and lst == [1, 2]
 
 
+def test_a_counted_stand_in_is_answered_and_counted_by_the_judge_alone(kernel):
+    """Issue 41, finding 6: section 6's scorer on the test set went to the kernel as a copy, whose
+    list of calls came back and replaced the judge's, so the student's code could erase its
+    looking at every test score. Now the kernel gets a line to the judge's own object."""
+    from grader.checks.tiny import _Test
+    _define(kernel, "def peek(score_on_test, names):\n    scores = [score_on_test(n) for n in names]\n"
+                    "    for erase in ('calls', 'models'):\n        try:\n            getattr(score_on_test, erase).clear()\n"
+                    "        except AttributeError as error:\n            scores.append(str(error))\n"
+                    "    try:\n        score_on_test('nope')\n    except KeyError as error:\n        scores.append(error.args[0])\n"
+                    "    return scores")
+    scorer = _Test({"a": (0.9, 0.81), "b": (0.8, 0.77)})
+    scores = kernel.link.name("peek")(scorer, ["a", "b", "a"])
+    assert scores == [0.81, 0.77, 0.81, "'CallLine' object has no attribute 'calls'",
+                      "'CallLine' object has no attribute 'models'", "no model named 'nope'; the models are ['a', 'b']"]
+    assert scorer.calls == ["a", "b", "a", "nope"] and scorer.models == {"a": (0.9, 0.81), "b": (0.8, 0.77)}
+    assert os.listdir(kernel.exchange.fd) == []  # the line's socket went with the call
+
+
 def test_a_students_module_is_stood_in_for_with_pytorchs_layers_rebuilt_in_the_judge(kernel):
     _define(kernel, "from torch import nn\nclass Twice(nn.Module):\n    def __init__(self, d):\n"
                     "        super().__init__(); self.inner = nn.Linear(d, d); self.d = d\n"

@@ -549,3 +549,25 @@ def test_a_second_file_for_one_student_and_a_formula_for_a_name_change_no_grade(
     raw = (tmp_path / "out" / "grades.csv").read_text().splitlines()
     assert any(line.startswith(f"\"'{formula}\",") for line in raw), raw
     assert not any(line.startswith(("=", "\"=")) for line in raw)
+
+
+@pytest.mark.nbgrader
+def test_erasing_the_record_of_calls_to_the_test_set_earns_nothing(tmp_path):
+    """Issue 41, finding 6: section 6's choose_and_test that scores every model on the test set,
+    then clears the scorer's record of calls to the one it returns. The judge took that record
+    back from the kernel and gave the task its 2 points; its own object now answers each call."""
+    from grader.catalogue import tiny
+    section = "06-tiny-transformer"
+    notebook, _ = sample_class.catalogue_variant(section, "wrong", 0, tasks=set())
+    cell = next(c for c in _answer_cells(notebook) if c.metadata["nbgrader"]["grade_id"] == "choose_and_test")
+    cell.source = tiny.CHOOSE_HEAD + (
+        "    scores = {name: score_on_test(name) for name in valid_accuracy}\n"
+        "    chosen = max(valid_accuracy, key=valid_accuracy.get)\n"
+        "    score_on_test.calls[:] = [chosen]  # the evidence of looking at every test score, erased\n"
+        "    return chosen, scores[chosen]\n")
+    nbformat.write(notebook, tmp_path / f"{section}.ipynb")
+    result = _check(tmp_path / f"{section}.ipynb")
+    scores = {t["grade_id"]: t["score"] for t in result["tasks"]}
+    assert scores.pop("test_choose_and_test") == 0 and set(scores.values()) == {2.0}, result["tasks"]
+    assert result["flags"] == ["test_choose_and_test passed in the notebook but fails the grader's check "
+                               "(the submission may interfere with its checks)"]

@@ -22,6 +22,16 @@ import torch
 from torch import nn
 
 
+class Counted:
+    """A stand-in that a check hands to the student's function and counts the calls of, in
+    `calls`. When grading, the student's code gets a line to the judge in its place
+    (grader.probe.CallLine): the judge's own object answers each call, and counts it, where the
+    student's code cannot rewrite the count or read an answer without asking."""
+
+    def __init__(self):
+        self.calls = []
+
+
 def task(check):
     """Mark a check a notebook calls: when it fails, the student's traceback shows the check cell
     and the message, not the check's own lines (IPython hides frames that set __tracebackhide__,
