@@ -139,31 +139,42 @@ def grading_versions(options=(), root=ROOT):
 
 # --- the worker side -------------------------------------------------------------------------
 
-_course = None
+_course = None  # this worker's GradingCourse
+_started_with = None  # what it was started with, to start a fresh one after a grader failure
 
 
 def _start_worker(template, timeout, memory_mb, warm, sandboxed):
-    global _course
+    global _course, _started_with
     from grader.grading import GradingCourse
     # Each worker has its own warm-kernel server (in a sandbox of its own): no submission of one
     # worker can reach another's kernels.
     _course = GradingCourse(timeout=timeout, template=template, warm=warm, memory_mb=memory_mb,
                             sandboxed=sandboxed)
+    _started_with = (template, timeout, memory_mb, warm, sandboxed)
 
 
-def _grade(student, path):
+def _grade(student, path, attempts=2):
     """Grade one submission in this worker; never raises: a failure is recorded, as the student's
-    zero when the submission caused it, as a grader failure when the grader did."""
+    zero when the submission caused it, as a grader failure when the grader did. After a grader
+    failure the worker starts a fresh course and grades the notebook again, `attempts` in all."""
     from grader.grading import GraderFailure, NotGradable
     started = time.perf_counter()
     try:
-        result = _course.grade(path, student=student)
-        result["error"] = ""
-        result["feedback_html"] = _course.feedback_html(result["section"], student)
-        result["graded_files"] = _course.graded_files(result["section"], student)
+        try:
+            result = _course.grade(path, student=student)
+            result["error"] = ""
+            result["feedback_html"] = _course.feedback_html(result["section"], student)
+            result["graded_files"] = _course.graded_files(result["section"], student)
+        except Exception:
+            _course.check_own_files()  # a gradebook it cannot read fails whatever it grades: not the student's doing
+            raise
     except NotGradable as error:
         result = _failed(path, str(error))
     except GraderFailure as error:
+        if attempts > 1:
+            _course.close()
+            _start_worker(*_started_with)
+            return _grade(student, path, attempts - 1)
         result = _failed(path, f"grader failure: {error}", grader_failure=True)
     except Exception as error:  # an nbgrader crash: record it and go on
         result = _failed(path, f"grading failed: {type(error).__name__}: {error}")

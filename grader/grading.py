@@ -10,11 +10,13 @@ A course can start as a copy of another one's folder (`template`) and knows the 
 registered there; with the warm kernels of another process, that is how autograde's workers start.
 """
 
+import contextlib
 import functools
 import json
 import os
 import re
 import shutil
+import sqlite3
 import sys
 import tempfile
 import warnings
@@ -239,6 +241,17 @@ class GradingCourse:
                 if grade.name in scores:
                     grade.auto_score, grade.manual_score = scores[grade.name], None
             gradebook.db.commit()
+
+    def check_own_files(self):
+        """GraderFailure, naming the file, when this course's gradebook cannot be read: a grade that
+        fails then is the grader's failure, not the submission's."""
+        try:
+            with contextlib.closing(sqlite3.connect(f"{self.db.as_uri()}?mode=ro", uri=True)) as db:
+                verdict = db.execute("PRAGMA quick_check").fetchone()[0]
+        except sqlite3.DatabaseError as error:
+            verdict = str(error)
+        if verdict != "ok":
+            raise GraderFailure(f"this worker's gradebook {self.db} cannot be read ({verdict})")
 
     def _ready_kernels(self):
         """Wait for the warm-kernel server; start a new one if it has stopped. Where it cannot

@@ -74,6 +74,15 @@ class StandInCourse:
 
     def __init__(self):
         self.graded = []  # (student, file name) in the order graded
+        self.broken = False  # its gradebook cannot be read
+        self.closed = 0
+
+    def check_own_files(self):
+        if self.broken:
+            raise grading.GraderFailure("this worker's gradebook gradebook.db cannot be read (file is not a database)")
+
+    def close(self):
+        self.closed += 1
 
     def grade(self, path, student="self"):
         spec = json.loads(Path(path).read_text())
@@ -126,23 +135,67 @@ def test_a_worker_records_a_failure_as_a_zero_with_the_reason_and_goes_on(monkey
                       "student": "ada", "seconds": result["seconds"]}
 
 
-def test_a_worker_records_the_graders_own_failure_as_such(monkeypatch, tmp_path):
+def _restarting(monkeypatch, first, fresh):
+    """Worker `first` in place, with `fresh` the course a restart starts; returns the restarts' options."""
+    restarts = []
+
+    def start_worker(*options):
+        restarts.append(options)
+        autograde._course = fresh
+    monkeypatch.setattr(autograde, "_course", first)
+    monkeypatch.setattr(autograde, "_started_with", ("template", 30, 1024, None, True))
+    monkeypatch.setattr(autograde, "_start_worker", start_worker)
+    return restarts
+
+
+def test_a_worker_records_the_graders_own_failure_as_such_after_a_fresh_course_fails_too(monkeypatch, tmp_path):
     class FailingCourse(StandInCourse):
         def grade(self, path, student="self"):
             raise grading.GraderFailure("the warm-kernel server stopped twice")
-    monkeypatch.setattr(autograde, "_course", FailingCourse())
+    first, fresh = FailingCourse(), FailingCourse()
+    restarts = _restarting(monkeypatch, first, fresh)
     result = autograde._grade("ada", str(tmp_path / "ada_01-heads.ipynb"))
     assert result == {"notebook": str(tmp_path / "ada_01-heads.ipynb"), "section": None, "score": 0.0,
                       "max_score": 0.0, "tasks": [], "error": "grader failure: the warm-kernel server stopped twice",
                       "grader_failure": True, "feedback_html": None, "student": "ada", "seconds": result["seconds"]}
+    assert restarts == [("template", 30, 1024, None, True)] and (first.closed, fresh.closed) == (1, 0)
+    assert autograde._course is fresh
+    result = autograde._grade("ada", str(tmp_path / "ada_01-heads.ipynb"), attempts=3)
+    assert result["grader_failure"] and len(restarts) == 3  # two more: one per attempt after the first
+
+
+def test_a_gradebook_the_worker_cannot_read_is_its_failure_and_a_fresh_course_grades(monkeypatch, tmp_path):
+    """Before, nbgrader's sqlite3.DatabaseError on the worker's own gradebook was the student's zero."""
+    notebook = _hand_in(tmp_path, "ada_01-heads.ipynb", section="01-heads", scores={"split": 2})
+
+    class BrokenCourse(StandInCourse):
+        def grade(self, path, student="self"):
+            raise grading.NotGradable("nbgrader could not grade it: sqlite3.DatabaseError: file is not a database")
+    first, fresh = BrokenCourse(), StandInCourse()
+    first.broken = True
+    restarts = _restarting(monkeypatch, first, fresh)
+    result = autograde._grade("ada", str(notebook))
+    assert result["error"] == "" and result["score"] == 2.0 and not result.get("grader_failure")
+    assert restarts == [("template", 30, 1024, None, True)] and fresh.graded == [("ada", "ada_01-heads.ipynb")]
+    # still broken after the restart: no score at all, graded again next run; the message names the file
+    fresh.broken, fresh.grade = True, first.grade
+    result = autograde._grade("ada", str(notebook))
+    assert result["grader_failure"] and result["score"] == 0.0
+    assert result["error"] == "grader failure: this worker's gradebook gradebook.db cannot be read (file is not a database)"
+    # a sound gradebook: the submission's own failure stays its zero, with no restart
+    fresh.broken = False
+    result = autograde._grade("ada", str(notebook))
+    assert not result["grader_failure"] and result["error"].startswith("nbgrader could not grade it")
+    assert len(restarts) == 2
 
 
 def test_a_worker_course_copies_the_template_with_the_options(monkeypatch):
     made = []
     monkeypatch.setattr(grading, "GradingCourse", lambda **options: made.append(options) or "course")
     monkeypatch.setattr(autograde, "_course", None)
+    monkeypatch.setattr(autograde, "_started_with", None)
     autograde._start_worker("template-folder", 45, 2048, None, True)
-    assert autograde._course == "course"
+    assert autograde._course == "course" and autograde._started_with == ("template-folder", 45, 2048, None, True)
     assert made == [{"timeout": 45, "template": "template-folder", "warm": None, "memory_mb": 2048,
                      "sandboxed": True}]
 
@@ -152,6 +205,7 @@ def test_a_worker_course_is_warm_or_fresh_sandboxed_or_not_as_asked(monkeypatch)
     made = []
     monkeypatch.setattr(grading, "GradingCourse", lambda **options: made.append(options) or "course")
     monkeypatch.setattr(autograde, "_course", None)
+    monkeypatch.setattr(autograde, "_started_with", None)
     autograde._start_worker("template-folder", 30, 1024, False, False)
     assert made == [{"timeout": 30, "template": "template-folder", "warm": False, "memory_mb": 1024,
                      "sandboxed": False}]
@@ -295,7 +349,7 @@ def stand_in_class(tmp_path, monkeypatch):
 
     def start_worker(*options):
         pools[-1][1].append(options)
-        autograde._course = course
+        autograde._course, autograde._started_with = course, options
 
     def pool(workers, initializer, initargs):
         pools.append((workers, []))
@@ -312,6 +366,7 @@ def stand_in_class(tmp_path, monkeypatch):
     monkeypatch.setattr(autograde, "_start_worker", start_worker)
     monkeypatch.setattr(autograde, "ProcessPoolExecutor", pool)
     monkeypatch.setattr(autograde, "_course", None)
+    monkeypatch.setattr(autograde, "_started_with", None)
     from grader import sandbox
     monkeypatch.setattr(sandbox, "check_available", lambda: started.append("sandbox checked"))
     monkeypatch.setattr(grading, "read_notebook", _read_spec)
@@ -447,7 +502,8 @@ def test_the_graders_failure_is_no_score_at_all_and_is_graded_again_next_run(sta
     stand_in_class.course.graded.clear()
     _, lines = stand_in_class(hand_in, workers=1)
     assert lines == ["3 submissions, 2 already graded, 1 to grade"]
-    assert stand_in_class.course.graded == [("ada", "ada_03-norms.ipynb")]
+    assert stand_in_class.course.graded == [("ada", "ada_03-norms.ipynb")] * 2  # and again on a fresh course
+    assert stand_in_class.pools[-1][1] == [stand_in_class.pools[-1][1][0]] * 2
 
 
 def test_a_class_with_nothing_new_starts_no_workers_and_still_writes_the_tables(stand_in_class, tmp_path):

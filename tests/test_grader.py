@@ -5,6 +5,7 @@ import copy
 import csv
 import gc
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -388,6 +389,27 @@ def test_a_course_lives_in_its_folder_or_a_temporary_one_and_restarts_from_a_tem
         again = grading.GradingCourse(tmp_path / "worker", warm=False, template=tmp_path)
         assert again.registered == {"05-block"}
         assert (tmp_path / "worker" / "gradebook.db").read_bytes() == (tmp_path / "gradebook.db").read_bytes()
+
+
+def test_a_course_whose_gradebook_cannot_be_read_says_so_and_names_it(tmp_path):
+    """Issue 41: a worker's gradebook overwritten (through a link the judge once followed) gave the
+    next students nbgrader's sqlite3.DatabaseError as their zero. The course now tells its own
+    failure from theirs (autograde._grade asks it after every failed grade)."""
+    course = grading.GradingCourse(tmp_path, warm=False)
+    course.register("05-block")
+    course.check_own_files()  # sound: nothing to say
+    db = tmp_path / "gradebook.db"
+    sound = db.read_bytes()
+    for damage in (b"SQLite format 3\0" + b"\xff" * (len(sound) - 16), b"not a database\n" * 300, b""):
+        db.write_bytes(damage)
+        if damage:
+            with pytest.raises(grading.GraderFailure, match=rf"^this worker's gradebook {re.escape(str(db))} cannot be read \(.+\)$"):
+                course.check_own_files()
+    db.unlink()
+    with pytest.raises(grading.GraderFailure, match=r"cannot be read \(unable to open database file\)"):
+        course.check_own_files()
+    db.write_bytes(sound)
+    course.check_own_files()
 
 
 def test_each_failed_nbgrader_step_is_named_with_nbgrader_s_reason(tmp_path):
