@@ -16,7 +16,7 @@ import re
 import nbformat
 import pytest
 
-from grader import autograde, catalogue, release, sample_class
+from grader import catalogue, release, sample_class
 
 SECTIONS = release.sections_with_solutions()
 
@@ -36,7 +36,7 @@ def _variants():
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, kept_grading):
     """{(section, kind, group, k): (entries used, grading result)} for every variant notebook."""
     folder = tmp_path_factory.mktemp("variants")
     entries = {}
@@ -45,8 +45,7 @@ def graded(tmp_path_factory):
         path = folder / "class" / f"{kind}-{group}-{k}" / f"{section}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, path)
-    results = autograde.autograde([folder / "class"], folder / "out", workers=2, timeout=60,
-                                  echo=lambda line: None)
+    results, _ = kept_grading("catalogue", [folder / "class"], folder / "out", workers=2, timeout=60)
     by_key = {}
     for result in results.values():
         kind, group, k = re.fullmatch(r"(wrong|right)-(\d+)-(\d+)", result["student"]).groups()

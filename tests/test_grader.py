@@ -437,10 +437,9 @@ def test_sample_class_is_in_sync_with_the_release_and_catalogues(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def graded_class(tmp_path_factory):
+def graded_class(tmp_path_factory, kept_grading):
     out = tmp_path_factory.mktemp("demo")
-    lines = []
-    results = autograde.autograde([sample_class.CLASS], out, workers=2, timeout=30, echo=lines.append)
+    results, lines = kept_grading("sample-class", [sample_class.CLASS], out, workers=2, timeout=30)
     return out, results, lines
 
 
@@ -569,11 +568,14 @@ def test_a_changed_submission_alone_is_graded_again(graded_class, tmp_path):
 
 
 def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
-    """A solution or a check module moves its section's fingerprint; ticketnet.py, the rest of the
-    grader, the grading options and the libraries' versions move them all."""
-    for part in ("solutions", "grader"):
+    """A solution or a check module moves the fingerprint of each section whose checks use it;
+    ticketnet.py, the rest of the grader, the data, the grading options and the versions of Python
+    and the libraries move them all."""
+    for part in ("solutions", "grader", "data", "bench/results"):
         shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "examples"))
     shutil.copy(ROOT / "ticketnet.py", tmp_path / "ticketnet.py")
+    (tmp_path / "data" / "__pycache__").mkdir()  # what Python leaves beside the data's scripts is no data
+    (tmp_path / "data" / "__pycache__" / "generate.cpython-311.pyc").write_bytes(b"compiled")
     before = autograde.grading_versions(root=tmp_path)
     assert before == autograde.grading_versions()
 
@@ -585,12 +587,22 @@ def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
         before.update(after)
         return moved
 
-    assert changed("grader/checks/heads.py") == {"01-heads", None}
+    # section 5's checks build on sections 1 and 4's, and section 6's on section 5's
+    assert changed("grader/checks/heads.py") == {"01-heads", "05-block", "06-tiny-transformer", None}
+    assert changed("grader/checks/block.py") == {"05-block", "06-tiny-transformer", None}
+    assert changed("grader/checks/tiny.py") == {"06-tiny-transformer", None}
     assert changed("grader/checks/banking.py") == {"07-banking77", None}
     assert changed("solutions/03-norms/03-norms.ipynb") == {"03-norms", None}
     for shared in ("ticketnet.py", "grader/judge.py", "grader/probe.py", "grader/checks/__init__.py",
-                   "grader/sandbox.py", "grader/repair.py"):
+                   "grader/sandbox.py", "grader/repair.py", "data/valid.csv", "bench/results/tuning.csv"):
         assert changed(shared) == set(before), shared
+    import platform
+    python = platform.python_version
+    try:
+        platform.python_version = lambda: "3.99.0"
+        assert autograde.grading_versions(root=tmp_path)["01-heads"] != before["01-heads"]
+    finally:
+        platform.python_version = python
     assert autograde.grading_versions([("timeout", 30)], root=tmp_path) != before  # an option
     from importlib import metadata
     real = metadata.version
