@@ -21,7 +21,7 @@ import tempfile
 import time
 import zipfile
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.course import ROOT, SECTIONS
@@ -43,6 +43,7 @@ class ClusterError(Exception):
 class Submission:
     student: str
     path: Path
+    section: str | None = None  # found from its content (grading.identify); None: none found
 
 
 def collect(inputs, pattern=DEFAULT_PATTERN, unpack_to=None):
@@ -81,18 +82,27 @@ def _student(name, regex):
     return match.group("student")
 
 
-def _held(submissions):
-    """key -> a result of no score for each submission that shares its student and section with
-    another: which one counts is the instructor's choice, so neither is graded. A notebook that
-    cannot be read or placed in a section is left to grading, which says why."""
+def _placed(submissions):
+    """The submissions with their sections, found from their content as grading finds them: the
+    one place a notebook's section is decided. A notebook that cannot be read or placed keeps
+    None, and grading says why."""
     from grader.grading import NotGradable, identify, read_notebook
-    by_owner = {}
+    placed = []
     for submission in submissions:
         try:
-            section = identify(read_notebook(submission.path))
+            placed.append(replace(submission, section=identify(read_notebook(submission.path))))
         except NotGradable:
-            continue
-        by_owner.setdefault((submission.student, section), []).append(submission)
+            placed.append(submission)
+    return placed
+
+
+def _held(submissions):
+    """key -> a result of no score for each submission that shares its student and section with
+    another: which one counts is the instructor's choice, so neither is graded."""
+    by_owner = {}
+    for submission in submissions:
+        if submission.section:
+            by_owner.setdefault((submission.student, submission.section), []).append(submission)
     held = {}
     for (student, section), group in by_owner.items():
         if len(group) > 1:
@@ -101,7 +111,7 @@ def _held(submissions):
                 error = (f"not graded: {student} has {len(group)} notebooks of {section} ({names}); "
                          "remove all but one and grade again")
                 held[f"{student}/{submission.path.name}"] = {
-                    **_failed(submission.path, error, grader_failure=True), "student": student,
+                    **_failed(submission.path, error, grader_failure=True, section=section), "student": student,
                     "seconds": 0.0, "held": True}
     return held
 
@@ -198,8 +208,8 @@ def _grade(student, path, attempts=2):
     return result
 
 
-def _failed(path, error, grader_failure=False):
-    return {"notebook": str(path), "section": None, "score": 0.0, "max_score": 0.0, "tasks": [],
+def _failed(path, error, grader_failure=False, section=None):
+    return {"notebook": str(path), "section": section, "score": 0.0, "max_score": 0.0, "tasks": [],
             "error": error, "grader_failure": grader_failure, "feedback_html": None}
 
 
@@ -223,7 +233,7 @@ def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=D
     from grader import gradebook, release
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    submissions = collect(inputs, pattern, unpack_to=out / "unpacked")
+    submissions = _placed(collect(inputs, pattern, unpack_to=out / "unpacked"))
     gradebook.prepare(out, release.sections_with_solutions(),
                       {"timeout": timeout, "memory_mb": memory_mb, "sandboxed": sandboxed})
     store = out / "results.json"
@@ -265,7 +275,8 @@ def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=D
             journal = _journal(store)
             try:
                 with tqdm(total=len(todo), unit="notebook", desc="grading") as bar, journal.open("a") as lines:
-                    for (key, _, digest), result in graded:
+                    for (key, submission, digest), result in graded:
+                        result["section"] = result["section"] or submission.section  # a failed one's too
                         _write_feedback(out, result)
                         gradebook.record(out, result)
                         result.update(sha256=digest, version=versions.get(result.get("section")))
@@ -319,7 +330,7 @@ def _longest_first(new_pool, todo, workers, attempts=2):
                     for job in finished:
                         item, result = running[job], job.result()  # a broken pool raises here
                         del running[job]
-                        seconds.setdefault(_section_index(item[1].path), []).append(result["seconds"])
+                        seconds.setdefault(section_order(item[1].section), []).append(result["seconds"])
                         yield item, result
             except BrokenProcessPool:
                 for item in running.values():
@@ -337,15 +348,14 @@ def _next(waiting, seconds):
     means = {section: sum(times) / len(times) for section, times in seconds.items()}
 
     def expected(item):
-        section = _section_index(item[1].path)
+        section = section_order(item[1].section)
         return (0, means[section]) if section in means else (1, section)
     return max(waiting, key=expected)
 
 
-def _section_index(path):
-    """The section index a file's name points to (ada_06-tiny-transformer.ipynb -> 5), -1 if none."""
-    hints = [i for i, section in enumerate(SECTIONS) if section in Path(path).name]
-    return max(hints, default=-1)
+def section_order(section):
+    """A section's place in the course (06-tiny-transformer -> 5); -1 for None, no section found."""
+    return SECTIONS.index(section) if section else -1
 
 
 def _journal(store):
@@ -415,8 +425,7 @@ def _write_grades(path, results, manual):
     rows = {r["student"]: {"student": r["student"], "waiting": [], "problems": []} for r in results.values()}
     for result in results.values():  # the grader's failure is not the student's zero: no score at all
         if result.get("grader_failure"):
-            section = SECTIONS[_section_index(result["notebook"])] if _section_index(result["notebook"]) >= 0 else None
-            rows[result["student"]].update({c: "" for c in columns if c.startswith(f"{section}:")})
+            rows[result["student"]].update({c: "" for c in columns if c.startswith(f"{result['section']}:")})
     for result in sorted(graded, key=lambda r: SECTIONS.index(r["section"])):
         row, section = rows[result["student"]], result["section"]
         by_hand = manual.get((result["student"], section), {})
@@ -430,7 +439,7 @@ def _write_grades(path, results, manual):
                 row["waiting"].append(f"{section}:{question}")
         row[f"{section}:total"] = sum(row[f"{section}:{name}"] or 0.0 for name in
                                       [t["grade_id"] for t in result["tasks"]] + written_questions(section))
-    for result in sorted(results.values(), key=lambda r: (_section_index(r["notebook"]), r["notebook"])):
+    for result in sorted(results.values(), key=lambda r: (r["section"] is None, section_order(r["section"]), r["notebook"])):
         name = Path(result["notebook"]).name
         problems = [result["error"]] if result["error"] else [*result.get("interrupted", []),
                                                                *result.get("flags", [])]

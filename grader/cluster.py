@@ -150,7 +150,7 @@ def grade(address, todo, start, versions, echo=print):
                                                   "notebook died each time", grader_failure=True),
                               "student": item[1].student, "seconds": 0.0}
                 job.release()
-                seconds.setdefault(autograde._section_index(item[1].path), []).append(result["seconds"])
+                seconds.setdefault(autograde.section_order(item[1].section), []).append(result["seconds"])
                 hand_out()  # before the result is written: no worker waits for the instructor's disk
                 result["notebook"] = str(item[1].path)
                 yielded += 1

@@ -226,7 +226,10 @@ def test_a_progress_line_reads_a_result_of_an_older_run_with_no_flags():
 # --- the order of grading --------------------------------------------------------------------
 
 def _items(*names):
-    return [(name, autograde.Submission(name.split("_")[0], Path(f"{name}.ipynb")), "digest") for name in names]
+    """Submissions named student_section, each placed in the section its name says (or none)."""
+    return [(name, autograde.Submission(name.split("_")[0], Path(f"{name}.ipynb"),
+                                        next((s for s in SECTIONS if name.endswith(s)), None)), "digest")
+            for name in names]
 
 
 def test_grading_keeps_one_notebook_per_worker_and_learns_which_section_is_longest(monkeypatch):
@@ -327,11 +330,18 @@ def test_sections_not_yet_timed_come_before_any_timed_one_however_long():
     assert autograde._next(waiting, {0: [1.0], 6: [1000.0]})[0] == "ada_notes"  # no section: index -1
 
 
-def test_a_file_name_points_to_the_last_section_it_names():
-    assert autograde._section_index("ada_06-tiny-transformer.ipynb") == 5
-    assert autograde._section_index("class/01-heads/ada_03-norms.ipynb") == 2  # the file, not its folder
-    assert autograde._section_index("01-heads-then-05-block.ipynb") == 4
-    assert autograde._section_index("ada.ipynb") == -1
+def test_a_section_is_placed_by_its_place_in_the_course():
+    assert autograde.section_order("06-tiny-transformer") == 5 and autograde.section_order("01-heads") == 0
+    assert autograde.section_order(None) == -1
+
+
+def test_a_submission_is_placed_by_its_content_not_its_name(tmp_path, monkeypatch):
+    monkeypatch.setattr(grading, "read_notebook", _read_spec)
+    monkeypatch.setattr(grading, "identify", _spec_section)
+    named = _hand_in(tmp_path, "ada_01-heads.ipynb", section="03-norms", scores={})
+    broken = _hand_in(tmp_path, "ben_03-norms.ipynb", refuse="not a notebook")
+    assert autograde._placed([autograde.Submission("ada", named), autograde.Submission("ben", broken)]) == [
+        autograde.Submission("ada", named, "03-norms"), autograde.Submission("ben", broken)]
 
 
 # --- a class, start to end -------------------------------------------------------------------
@@ -487,7 +497,7 @@ def test_a_rerun_grades_only_what_is_new_changed_or_graded_by_changed_checks(sta
 def test_the_graders_failure_is_no_score_at_all_and_is_graded_again_next_run(stand_in_class, tmp_path, capsys):
     hand_in = tmp_path / "class"
     _hand_in(hand_in, "ada_01-heads.ipynb", section="01-heads", scores={"split": 2})
-    _hand_in(hand_in, "ada_03-norms.ipynb", grader_fails="the warm-kernel server stopped twice")
+    _hand_in(hand_in, "ada_03-norms.ipynb", section="03-norms", grader_fails="the warm-kernel server stopped twice")
     _hand_in(hand_in, "ben_03-norms.ipynb", section="03-norms", scores={"norm": 1})
     results, _ = stand_in_class(hand_in, workers=1)
     assert "ada ada_03-norms.ipynb: not graded - grader failure: the warm-kernel server stopped twice" \
@@ -649,20 +659,25 @@ def test_on_a_cluster_the_submissions_go_to_its_scheduler_and_this_machine_needs
 
 # --- the grade table -------------------------------------------------------------------------
 
-def test_a_grader_failure_blanks_the_section_its_file_names_and_no_other(tmp_path):
+def test_a_grader_failure_blanks_the_section_of_its_content_and_no_other(tmp_path):
+    """The section is the one found from the notebook's content, whatever its file is named
+    (before, the file name decided, and a file named for no section got zeros)."""
     def graded(student, section):
         return {"student": student, "section": section, "notebook": f"{student}_{section}.ipynb", "error": "",
                 "score": 2.0, "max_score": 2.0,
                 "tasks": [{"grade_id": "test_x", "score": 2.0, "max_score": 2.0, "message": ""}]}
-    failed = {"student": "ada", "section": None, "error": "grader failure: it broke", "grader_failure": True,
+    failed = {"student": "ada", "error": "grader failure: it broke", "grader_failure": True,
               "score": 0.0, "max_score": 0.0, "tasks": []}
-    results = {"1": graded("ben", SECTIONS[0]), "2": graded("ben", SECTIONS[6]),
-               "3": {**failed, "notebook": f"ada_{SECTIONS[0]}.ipynb"}, "4": {**failed, "notebook": "ada_notes.ipynb"}}
+    results = {"1": graded("ben", SECTIONS[0]), "2": graded("ben", SECTIONS[6]), "3": graded("ben", SECTIONS[3]),
+               "4": {**failed, "notebook": "ada_notes.ipynb", "section": SECTIONS[0]},
+               "5": {**failed, "notebook": f"ada_{SECTIONS[3]}.ipynb", "section": None}}
     autograde._write_grades(tmp_path / "grades.csv", results, {})
     rows = {r["student"]: r for r in csv.DictReader(open(tmp_path / "grades.csv"))}
     assert rows["ada"][f"{SECTIONS[0]}:total"] == ""  # the first section too
-    assert rows["ada"][f"{SECTIONS[6]}:total"] == "0"  # a file of no section blanks nothing
+    assert rows["ada"][f"{SECTIONS[6]}:total"] == "0"  # not handed in
+    assert rows["ada"][f"{SECTIONS[3]}:total"] == "0"  # no section found: its name alone says nothing
     assert rows["ada"]["total"] == "0"
+    assert rows["ada"]["problems"] == "ada_notes.ipynb: grader failure: it broke; ada_04-residuals.ipynb: grader failure: it broke"
 
 
 def test_grades_csv_puts_sections_in_course_order_and_reads_results_of_older_runs(tmp_path):
@@ -719,7 +734,7 @@ def test_two_notebooks_of_one_section_for_one_student_are_held_until_one_is_remo
     for key in ("bob/bob_01-heads.ipynb", "bob/bob_01-heads~.ipynb"):
         assert results[key] == {**autograde._failed(results[key]["notebook"], (
             f"not graded: bob has 2 notebooks of 01-heads ({names}); remove all but one and grade again"),
-            grader_failure=True), "student": "bob", "seconds": 0.0, "held": True}
+            grader_failure=True, section="01-heads"), "student": "bob", "seconds": 0.0, "held": True}
     assert sorted(student for _, student, *_ in stand_in_class.recorded) == ["ada", "ada", "bob"]
     rows = {r["student"]: r for r in csv.DictReader(open(stand_in_class.out / "grades.csv"))}
     assert rows["bob"]["01-heads:total"] == "" and rows["bob"]["03-norms:total"] == "2.0"

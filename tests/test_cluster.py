@@ -199,7 +199,7 @@ def test_the_cluster_grades_one_notebook_per_worker_at_a_time_the_longest_expect
         for section in ("01-heads", "07-banking77"):
             (tmp_path / student).mkdir(exist_ok=True)
             (tmp_path / student / f"{section}.ipynb").write_text("{}")
-            todo.append((f"{student}/{section}", autograde.Submission(student, tmp_path / student / f"{section}.ipynb"), ""))
+            todo.append((f"{student}/{section}", autograde.Submission(student, tmp_path / student / f"{section}.ipynb", section), ""))
     options = (30, 1024, False, True)
     versions = autograde.grading_versions(cluster._version_options(options))
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as local:

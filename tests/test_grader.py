@@ -125,7 +125,8 @@ def test_a_dead_kernel_is_named_in_one_line():
 
 def test_grading_starts_untimed_sections_then_the_longest_and_keeps_students_in_order():
     def item(student, section):
-        return (f"{student}/{section}", autograde.Submission(student, Path(f"{student}_{section}.ipynb")), "")
+        return (f"{student}/{section}", autograde.Submission(student, Path(f"{student}_{section}.ipynb"),
+                                                             section if section in SECTIONS else None), "")
     sections = ["01-heads", "05-block", "07-banking77", "nothing-known"]
     waiting = [item(student, section) for section in sections for student in ("ada", "bob")]
     assert autograde._next(waiting, {}) == item("ada", "07-banking77")  # nothing timed: later first
