@@ -93,7 +93,9 @@ def serving(command, cwd, tmp_path):
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"{' '.join(command[1:])} did not start:\n" + log.read_text()[-3000:])
+                    why = (f"exited with code {server.returncode}" if server.poll() is not None else
+                           f"answered nothing at {base} in 120 s")
+                    pytest.fail(f"{' '.join(command[1:])} did not start ({why}):\n" + log.read_text()[-3000:])
                 time.sleep(0.5)
         yield lambda path: f"{base}/{path}{'&' if '?' in path else '?'}token={token}"
     finally:
