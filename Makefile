@@ -108,7 +108,9 @@ test: $(VENV)/.installed bubblewrap chromium $(addsuffix /.installed,$(PLATFORM_
 # again (`python tests/mutation.py stale` names them): minutes for a change to one function, against about an hour per module for
 # all of them (`make mutation MUTANTS='*'`, or `MUTANTS='grader.report.*'` for one module).
 # tests/test_mutation.py fails CI while a changed function has no current row. Results are kept in
-# mutants/ (`mutmut results` lists the survivors, `mutmut show NAME` shows one).
+# mutants/ (`mutmut results` lists the survivors, `mutmut show NAME` shows one). Which tests reach
+# which function is traced again on every run (mutmut-stats.json, a few minutes): mutmut would trace
+# only new tests, and a function that the existing tests reach since the change would have none.
 MUTMUT_VERSION := 3.8.1
 MUTATION_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 MUTANTS ?= $(shell $(BIN)/python tests/mutation.py stale)
@@ -117,6 +119,7 @@ mutation: $(VENV)/.installed
 		|| $(BIN)/python -m pip install --quiet --disable-pip-version-check mutmut==$(MUTMUT_VERSION)
 	@set -f; mutants='$(MUTANTS)'; if [ -z "$$mutants" ]; then echo "MUTATION.md is current for every function: nothing to measure"; exit 0; fi; \
 		echo "measuring $$mutants"; \
+		rm -f mutants/mutmut-stats.json; \
 		OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/mutmut run --max-children $(MUTATION_JOBS) $$mutants && \
 		$(BIN)/python tests/mutation.py write $$mutants  # a core per child; set -f: `ticketnet.*` is a pattern, not ticketnet.py
 

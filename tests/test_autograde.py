@@ -330,6 +330,17 @@ def test_sections_not_yet_timed_come_before_any_timed_one_however_long():
     assert autograde._next(waiting, {0: [1.0], 6: [1000.0]})[0] == "ada_notes"  # no section: index -1
 
 
+def test_a_sections_checks_are_the_modules_its_solution_imports_and_theirs(tmp_path):
+    checks = tmp_path / "checks"
+    checks.mkdir()
+    (checks / "a.py").write_text("from grader.checks import call, expect\nfrom grader.checks.b import helper\n")
+    (checks / "b.py").write_text("from grader.checks.a import other  # each imports the other\n")
+    (checks / "c.py").write_text("")
+    solution = tmp_path / "solution.ipynb"
+    solution.write_text('"from grader.checks import a as check\\n", "from grader.checks import passed\\n"')
+    assert autograde._check_modules(solution, checks) == ["a", "b"]  # `passed` is no module of its own
+
+
 def test_a_section_is_placed_by_its_place_in_the_course():
     assert autograde.section_order("06-tiny-transformer") == 5 and autograde.section_order("01-heads") == 0
     assert autograde.section_order(None) == -1
@@ -670,14 +681,17 @@ def test_a_grader_failure_blanks_the_section_of_its_content_and_no_other(tmp_pat
               "score": 0.0, "max_score": 0.0, "tasks": []}
     results = {"1": graded("ben", SECTIONS[0]), "2": graded("ben", SECTIONS[6]), "3": graded("ben", SECTIONS[3]),
                "4": {**failed, "notebook": "ada_notes.ipynb", "section": SECTIONS[0]},
-               "5": {**failed, "notebook": f"ada_{SECTIONS[3]}.ipynb", "section": None}}
+               "5": {**failed, "notebook": f"ada_{SECTIONS[3]}.ipynb", "section": None},
+               "6": {**failed, "notebook": "ada_a.ipynb", "section": SECTIONS[2]}}
     autograde._write_grades(tmp_path / "grades.csv", results, {})
     rows = {r["student"]: r for r in csv.DictReader(open(tmp_path / "grades.csv"))}
     assert rows["ada"][f"{SECTIONS[0]}:total"] == ""  # the first section too
     assert rows["ada"][f"{SECTIONS[6]}:total"] == "0"  # not handed in
     assert rows["ada"][f"{SECTIONS[3]}:total"] == "0"  # no section found: its name alone says nothing
     assert rows["ada"]["total"] == "0"
-    assert rows["ada"]["problems"] == "ada_notes.ipynb: grader failure: it broke; ada_04-residuals.ipynb: grader failure: it broke"
+    # in course order of the sections found, not of the file names; no section found last
+    assert rows["ada"]["problems"] == ("ada_notes.ipynb: grader failure: it broke; ada_a.ipynb: grader failure: it broke; "
+                                       "ada_04-residuals.ipynb: grader failure: it broke")
 
 
 def test_grades_csv_puts_sections_in_course_order_and_reads_results_of_older_runs(tmp_path):
@@ -732,7 +746,7 @@ def test_two_notebooks_of_one_section_for_one_student_are_held_until_one_is_remo
                                                     ("bob", "bob_03-norms.ipynb")]
     names = f"{hand_in / 'bob_01-heads.ipynb'}, {hand_in / 'bob_01-heads~.ipynb'}"
     for key in ("bob/bob_01-heads.ipynb", "bob/bob_01-heads~.ipynb"):
-        assert results[key] == {**autograde._failed(results[key]["notebook"], (
+        assert results[key] == {**autograde._failed(hand_in / key.split("/")[1], (
             f"not graded: bob has 2 notebooks of 01-heads ({names}); remove all but one and grade again"),
             grader_failure=True, section="01-heads"), "student": "bob", "seconds": 0.0, "held": True}
     assert sorted(student for _, student, *_ in stand_in_class.recorded) == ["ada", "ada", "bob"]
