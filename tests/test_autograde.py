@@ -781,3 +781,25 @@ def test_a_cell_a_spreadsheet_would_run_is_quoted_and_reads_back_as_text(tmp_pat
     assert all(row["01-heads:total"] == "2.0" and row["total"] == "2.0" for row in rows)
     assert {row["problems"][0] for row in rows} <= {"'", "a"}
     assert autograde.plain_text(-1.5) == -1.5 and autograde.plain_text("") == ""
+
+
+def test_kept_grading_grades_only_what_changed_since_its_last_run(stand_in_class, kept_grading, tmp_path, monkeypatch):
+    """The tests' kept grading (conftest.kept_grading): the next run starts from the last one's
+    outputs, grades only what autograde's own rule says changed, and forgets files no longer
+    handed in."""
+    import conftest
+    monkeypatch.setattr(conftest, "KEPT", tmp_path / "kept")
+    hand_in = tmp_path / "class"
+    _hand_in(hand_in, "ada_01-heads.ipynb", section="01-heads", scores={"split": 2})
+    _hand_in(hand_in, "ben_01-heads.ipynb", section="01-heads", scores={"split": 0})
+    _, lines = kept_grading("stand-in", [hand_in], tmp_path / "first")
+    assert lines[0] == "2 submissions, 0 already graded, 2 to grade"
+    (hand_in / "ben_01-heads.ipynb").unlink()
+    _hand_in(hand_in, "cyd_01-heads.ipynb", section="01-heads", scores={"split": 1})
+    stand_in_class.course.graded.clear()
+    results, lines = kept_grading("stand-in", [hand_in], tmp_path / "second")
+    assert lines[0] == "2 submissions, 1 already graded, 1 to grade"
+    assert stand_in_class.course.graded == [("cyd", "cyd_01-heads.ipynb")]
+    assert set(results) == {"ada/ada_01-heads.ipynb", "cyd/cyd_01-heads.ipynb"}  # ben's result forgotten
+    assert (tmp_path / "second" / results["ada/ada_01-heads.ipynb"]["feedback"]).is_file()  # the kept outputs
+    assert "ben" not in (tmp_path / "second" / "grades.csv").read_text()
