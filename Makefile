@@ -104,9 +104,10 @@ test: $(VENV)/.installed bubblewrap chromium $(addsuffix /.installed,$(PLATFORM_
 # tests/mutation.py then writes MUTATION.md: per function, the digest of the code measured, the day,
 # the mutants killed (a timeout or a crash counts as killed), the survivors, and the mutants listed
 # as equivalent in tests/equivalent_mutants.txt; it fails below 85% over all modules. By default only
-# the functions whose code changed since MUTATION.md, or whose row still lists survivors, are mutated
-# again (`python tests/mutation.py stale` names them): minutes for a change to one function, against about an hour per module for
-# all of them (`make mutation MUTANTS='*'`, or `MUTANTS='grader.report.*'` for one module).
+# the functions whose code changed since MUTATION.md, or whose row still lists survivors, are
+# mutated again (`python tests/mutation.py stale` names them): minutes for a change to one
+# function, against about an hour per module for all of them (`make mutation MUTANTS='*'`, or
+# `MUTANTS='grader.report.*'` for one module).
 # tests/test_mutation.py fails CI while a changed function has no current row. Results are kept in
 # mutants/ (`mutmut results` lists the survivors, `mutmut show NAME` shows one). Which tests reach
 # which function is traced again on every run (mutmut-stats.json, a few minutes): mutmut would trace

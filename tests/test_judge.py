@@ -137,6 +137,28 @@ def test_a_counted_stand_in_is_answered_and_counted_by_the_judge_alone(kernel):
     assert os.listdir(kernel.exchange.fd) == []  # the line's socket went with the call
 
 
+def test_a_call_on_the_line_that_cannot_be_read_is_refused_and_not_counted():
+    import json
+    import socket
+    from grader.checks.tiny import _Test
+    scorer = _Test({"a": (0.9, 0.81)})
+    with probe.Exchange() as exchange:
+        line = probe._Answering(exchange, "1.calls", scorer)
+        try:
+            answers = []
+            for sent in (b"not json\n", b'[{"a": 1}]\n', b'["a"]', b'["a"]\n'):
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+                    client.connect(str(exchange.path / "1.calls"))
+                    client.sendall(sent)
+                    client.shutdown(socket.SHUT_WR)
+                    answers.append(json.loads(client.makefile("rb").readline()))
+        finally:
+            line.close()
+        assert [a.get("error") for a in answers] == ["ValueError", "ValueError", "ValueError", None]
+        assert answers[-1] == {"value": 0.81} and scorer.calls == ["a"]
+        assert os.listdir(exchange.fd) == []
+
+
 def test_a_students_module_is_stood_in_for_with_pytorchs_layers_rebuilt_in_the_judge(kernel):
     _define(kernel, "from torch import nn\nclass Twice(nn.Module):\n    def __init__(self, d):\n"
                     "        super().__init__(); self.inner = nn.Linear(d, d); self.d = d\n"
