@@ -639,6 +639,9 @@ class _Answering:
         mask = os.umask(0o044)
         try:
             self.socket.bind(f"/proc/self/fd/{exchange.fd}/{name}")
+        except OSError:
+            self.socket.close()
+            raise NotPlainData(f"the kernel put a file where the judge's line {name} goes") from None
         finally:
             os.umask(mask)
         self.socket.listen()

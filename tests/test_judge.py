@@ -157,6 +157,9 @@ def test_a_call_on_the_line_that_cannot_be_read_is_refused_and_not_counted():
         assert [a.get("error") for a in answers] == ["ValueError", "ValueError", "ValueError", None]
         assert answers[-1] == {"value": 0.81} and scorer.calls == ["a"]
         assert os.listdir(exchange.fd) == []
+        (exchange.path / "2.calls").write_text("the kernel's, where the next line goes")
+        with pytest.raises(probe.NotPlainData, match="where the judge's line 2.calls goes"):
+            probe._Answering(exchange, "2.calls", scorer)
 
 
 def test_a_students_module_is_stood_in_for_with_pytorchs_layers_rebuilt_in_the_judge(kernel):
