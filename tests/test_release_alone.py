@@ -2,11 +2,14 @@
 folder, with the course address pointed at a student edition published from this checkout
 (`python -m grader publish`) and served as a git repository (a file:// address), executed
 headless. Its set-up cell must fetch the edition through its own clone, and the notebook must run
-as a student sees it:
-- untouched, up to the first task's check (sections 5 and 6: up to the cell that reads the
-  student's earlier notebooks, which asks for them to be written or pasted);
-- with the model answers written in, and the earlier sections' code pasted where the notebook
-  asks for it on Colab or Kaggle, from top to bottom: no cell raises, every check passes.
+as a student meets it, in one kernel:
+- untouched, it runs up to the first task's check and stops there (sections 5 and 6 may stop
+  first at the cell that reads the student's earlier notebooks, which asks for them to be written
+  or pasted);
+- then, with the model answers written in and the earlier sections' code pasted where the notebook
+  asks for it on Colab or Kaggle, it runs on from the first cell the student changed to the last:
+  no cell raises, every check passes. The cells before it ran untouched, as they are, so this is
+  the notebook run from top to bottom, with its fetch and its training done once.
 
 tests/test_platforms.py runs this file under each platform's versions; PLATFORM_STANDIN then
 names the module that tells the set-up cell which platform it is on (google.colab,
@@ -58,11 +61,6 @@ def alone(course_clone, tmp_path, monkeypatch):
     return folder, PLATFORM_NAMES[standin]
 
 
-def _execute(notebook, folder):
-    NotebookClient(notebook, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(folder)}}).execute()
-
-
 def _assert_fetched(notebook, folder, platform_name):
     setup = next(c for c in notebook.cells if c.cell_type == "code")
     printed = "".join(o.get("text", "") for o in setup.outputs)
@@ -70,28 +68,6 @@ def _assert_fetched(notebook, folder, platform_name):
     fetched = folder / "transformer-block-course"
     assert (fetched / "ticketnet.py").is_file()
     assert not (fetched / "solutions").exists() and not (fetched / "grader" / "catalogue").exists()
-
-
-@pytest.mark.parametrize("section", release.sections_with_solutions())
-def test_a_release_notebook_alone_in_an_empty_folder_fetches_the_course_and_runs_to_the_first_task(
-        section, alone):
-    folder, platform_name = alone
-    opened = folder / f"{section}.ipynb"
-    opened.write_bytes(release_notebook(section).read_bytes())
-    notebook = nbformat.read(opened, as_version=4)
-    with pytest.raises(CellExecutionError) as stopped:
-        _execute(notebook, folder)
-    _assert_fetched(notebook, folder, platform_name)
-    failed = next(c for c in notebook.cells if any(o.output_type == "error" for o in c.get("outputs", [])))
-    if is_parts_cell(failed):  # sections 5 and 6 read the earlier notebooks, none of them written yet
-        assert "paste" in str(stopped.value), str(stopped.value)[-2000:]
-    else:
-        assert failed.metadata.get("nbgrader", {}).get("grade"), "the first error is not a task's check"
-        assert "not written yet" in str(stopped.value)
-    ran = [c for c in notebook.cells[:notebook.cells.index(failed)] if c.cell_type == "code"]
-    assert all(c.execution_count for c in ran), "a cell before the first check did not run"
-    written = [name for name in os.listdir(folder) if not name.endswith(".pt")]  # a trained model may be saved
-    assert sorted(written) == sorted([opened.name, "transformer-block-course"])
 
 
 def answered_alone(section):
@@ -119,16 +95,44 @@ def answered_alone(section):
 
 
 @pytest.mark.parametrize("section", release.sections_with_solutions())
-def test_a_release_notebook_alone_with_the_model_answers_written_in_passes_every_check(section, alone):
+def test_a_release_notebook_alone_fetches_the_course_stops_at_the_first_task_and_passes_once_answered(
+        section, alone):
     """From the set-up cell's own fetch to the last cell, as the student runs it (no grading mode):
     section 6 reads its recorded tables from the fetched edition, section 7 its data."""
     folder, platform_name = alone
-    notebook = answered_alone(section)
-    nbformat.write(notebook, folder / f"{section}.ipynb")
-    _execute(notebook, folder)  # raises on the first cell that raises
-    _assert_fetched(notebook, folder, platform_name)
-    checks = [c for c in notebook.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
-    assert checks
+    opened = folder / f"{section}.ipynb"
+    opened.write_bytes(release_notebook(section).read_bytes())
+    untouched = nbformat.read(opened, as_version=4)
+    client = NotebookClient(untouched, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(folder)}})
+    with client.setup_kernel():
+        with pytest.raises(CellExecutionError) as stopped:
+            for index, cell in enumerate(untouched.cells):
+                client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+        _assert_fetched(untouched, folder, platform_name)
+        failed = next(i for i, c in enumerate(untouched.cells)
+                      if any(o.output_type == "error" for o in c.get("outputs", [])))
+        if is_parts_cell(untouched.cells[failed]):  # sections 5 and 6 read the earlier notebooks, none written yet
+            assert "paste" in str(stopped.value), str(stopped.value)[-2000:]
+        else:
+            assert untouched.cells[failed].metadata.get("nbgrader", {}).get("grade"), \
+                "the first error is not a task's check"
+            assert "not written yet" in str(stopped.value)
+        ran = [c for c in untouched.cells[:failed] if c.cell_type == "code"]
+        assert all(c.execution_count for c in ran), "a cell before the first check did not run"
+        written = [name for name in os.listdir(folder) if not name.endswith(".pt")]  # a trained model may be saved
+        assert sorted(written) == sorted([opened.name, "transformer-block-course"])
+
+        answered = answered_alone(section)
+        nbformat.write(answered, opened)
+        changed = next(i for i, (before, after) in enumerate(zip(untouched.cells, answered.cells))
+                       if before.source != after.source)
+        assert changed <= failed, "the student must change a cell the untouched run never reached"
+        client.nb = answered
+        for index in range(changed, len(answered.cells)):  # raises on the first cell that raises
+            client.execute_cell(answered.cells[index], index, execution_count=client.code_cells_executed + 1)
+    checks = [c for c in answered.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
+    assert checks and answered.cells.index(checks[0]) >= changed
     for cell in checks:
         printed = "".join(o.get("text", "") for o in cell.outputs)
         assert "Check passed" in printed, f"{cell.metadata['nbgrader']['grade_id']}: {printed[-500:]}"
