@@ -1,7 +1,8 @@
 """The class report: how each task went, the most frequent failure messages, the tasks left
-unwritten, a score histogram, the submissions that could not be graded or had a cell interrupted
-at the time limit, the checks that the notebook and the grader judged differently, and how far
-the grading of the written answers by hand has come."""
+unwritten, a score histogram, the submissions that could not be graded, were held (a student's
+two notebooks of one section) or had a cell interrupted at the time limit, the checks that the
+notebook and the grader judged differently, and how far the grading of the written answers by
+hand has come."""
 
 from collections import Counter
 from html import escape
@@ -22,7 +23,8 @@ def write_report(out, results):
     in_order = sorted(results.values(), key=lambda r: (r["student"], Path(r["notebook"]).name))
     graded = [r for r in in_order if not r["error"]]
     broken = [r for r in in_order if r["error"] and not r.get("grader_failure")]
-    failed = [r for r in in_order if r.get("grader_failure")]
+    held = [r for r in in_order if r.get("held")]  # two notebooks of one section: the instructor picks
+    failed = [r for r in in_order if r.get("grader_failure") and not r.get("held")]
     try:
         from grader import publish
         catalogued = publish.catalogued_mistakes()
@@ -68,12 +70,16 @@ def write_report(out, results):
     bad = _listed((r, r["error"]) for r in broken)
     ours = (f"<h2>Not graded: the grader failed</h2><p>Not the students' doing, and no score: the next "
             f"run grades these again.</p><ul>{_listed((r, r['error']) for r in failed)}</ul>" if failed else "")
+    waiting = (f"<h2>Held: a student handed in two notebooks of one section</h2><p>Neither is graded: "
+               f"which one counts is yours to say. Remove the others; the next run grades the one left."
+               f"</p><ul>{_listed((r, r['error']) for r in held)}</ul>" if held else "")
     html = f"""<!doctype html><html><head><meta charset="utf-8"><title>Class report</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:.2em .6em;text-align:left}}
 tr:nth-child(even){{background:#f3f3f3}}</style></head><body>
 <h1>Class report</h1>
 <p>{len(results)} submissions: {len(graded)} graded, {len(broken)} could not be graded (scored 0){
-f", {len(failed)} not graded because the grader failed" if failed else ""}.</p>
+f", {len(failed)} not graded because the grader failed" if failed else ""}{
+f", {len(held)} held (two notebooks of one section)" if held else ""}.</p>
 <img src="scores.png" alt="Histogram of the share of autograded points per graded submission">
 <p>The histogram counts graded submissions by their share of the autograded points.</p>
 <h2>Pass rate per task</h2><table><tr><th>section</th><th>task</th><th>full marks</th><th>rate</th></tr>{rows}</table>
@@ -83,7 +89,7 @@ message, its mistake is named. Tasks still as they were released are not mistake
 counts them.</p>
 <table><tr><th>times</th><th>task</th><th>mistake</th><th>message</th></tr>{common}</table>
 <h2>Tasks not written yet</h2><table><tr><th>section</th><th>task</th><th>submissions</th></tr>{left}</table>
-<h2>Submissions that could not be graded</h2><ul>{bad or "<li>none</li>"}</ul>{ours}
+<h2>Submissions that could not be graded</h2><ul>{bad or "<li>none</li>"}</ul>{ours}{waiting}
 <h2>Cells interrupted at the time limit</h2><p>The checks after such a cell fail for want of what it
 should have defined; the failure messages above then name the consequence, this list the cause.</p>
 <ul>{stopped or "<li>none</li>"}</ul>

@@ -305,3 +305,24 @@ def test_the_graders_failures_have_their_own_list_and_no_place_among_the_zeros(t
     assert "the grader failed" not in quiet and "2 submissions" not in quiet
     assert "<p>1 submissions: 1 graded, 0 could not be graded (scored 0).</p>" in quiet
     assert "<ul><li>none</li></ul>\n<h2>Cells interrupted" in quiet  # nothing between the two lists
+
+
+def test_held_submissions_are_listed_as_held_not_as_the_graders_failure(tmp_path):
+    graded = _graded("ada", "01-heads", {"test_f": (2.0, "")})
+    error = ("not graded: bob has 2 notebooks of 01-heads (bob_01-heads.ipynb, bob_01-heads~.ipynb); "
+             "remove all but one and grade again")
+    held = {name: {"student": "bob", "notebook": name, "section": "01-heads", "score": 0.0, "max_score": 0.0,
+                   "tasks": [], "error": error, "grader_failure": True, "held": True}
+            for name in ("bob_01-heads.ipynb", "bob_01-heads~.ipynb")}
+    html = write_report(tmp_path, {"a": graded, **held}).read_text()
+    assert "3 submissions: 1 graded, 0 could not be graded (scored 0), 2 held (two notebooks of one section)." in html
+    assert "the grader failed" not in html and "Not the students' doing" not in html
+    assert ("<h2>Held: a student handed in two notebooks of one section</h2><p>Neither is graded: which one "
+            "counts is yours to say. Remove the others; the next run grades the one left.</p>"
+            f"<ul><li>bob, bob_01-heads.ipynb: {error}</li><li>bob, bob_01-heads~.ipynb: {error}</li></ul>") in html
+    failed = {"student": "cy", "notebook": "cy_01-heads.ipynb", "section": None, "score": 0.0, "max_score": 0.0,
+              "tasks": [], "error": "grader failure: a grading process died 2 times", "grader_failure": True}
+    both = write_report(tmp_path, {"a": graded, "c": failed, **held}).read_text()
+    assert ", 1 not graded because the grader failed, 2 held (two notebooks of one section)." in both
+    assert both.index("<h2>Not graded: the grader failed</h2>") < both.index("<h2>Held:")
+    assert "bob" not in both[both.index("<h2>Not graded"):both.index("<h2>Held:")]
