@@ -339,17 +339,18 @@ def test_grades_entered_for_the_demo_never_overwrite_a_graders(folder):
 
 
 @pytest.mark.nbgrader
-def test_plain_nbgrader_in_the_class_folder_scores_the_sample_class_as_grader_autograde(tmp_path):
-    """Section 1 of the sample class, broken submissions included, graded by `grader autograde`,
+def test_plain_nbgrader_in_the_class_folder_scores_the_sample_class_as_grader_autograde(tmp_path, kept_grading):
+    """Section 1 of the sample class, broken submissions included, graded by `grader autograde`
+    (or kept from the last run on this machine where neither the notebooks nor the grader changed),
     then again by plain `nbgrader autograde` in its folder: the same points for every task."""
-    from grader import autograde, judge
+    from grader import judge
     from grader.sample_class import CLASS
     hand_in = tmp_path / "class"
     for path in sorted(CLASS.glob(f"*/{SECTION}.ipynb")):
         (hand_in / path.parent.name).mkdir(parents=True)
         shutil.copy(path, hand_in / path.parent.name)
     out = tmp_path / "graded"
-    results = autograde.autograde([hand_in], out, workers=2, timeout=30, echo=lambda line: None)
+    results, _ = kept_grading(f"sample-class-{SECTION}", [hand_in], out, workers=2, timeout=30)
     ours = {(r["student"], t["grade_id"]): t["score"] for r in results.values() if not r["error"] for t in r["tasks"]}
     assert {"jon", "ivy"} <= {student for student, _ in ours}  # repaired: metadata stripped, a check deleted
     graded = _nbgrader(["autograde", SECTION, "--force"], out, timeout=1800)
