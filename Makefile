@@ -10,8 +10,11 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 # pytest-xdist spreads the suite over the cores by module and class: a notebook stays whole on
-# one worker, where nbval replays it and compares every output with the stored one.
-PYTEST_ARGS ?= -n auto --dist loadscope --nbval-current-env
+# one worker, where nbval replays it and compares every output with the stored one. The scopes go
+# out in the order tests/conftest.py gives them, the longest first (LONGEST_FIRST): xdist's own
+# order, the scopes with the most tests first, started the platforms' one-test classes of minutes
+# each last, and one core ran them alone at the end.
+PYTEST_ARGS ?= -n auto --dist loadscope --no-loadscope-reorder --nbval-current-env
 NOTEBOOKS := $(wildcard solutions/*/*.ipynb)
 # Section 7 and the tests read Banking77 from this folder when it exists (CI has a copy beside
 # the project); without it, ticketnet.load_banking77() downloads the pinned files.

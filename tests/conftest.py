@@ -138,8 +138,34 @@ def processes_named():
     return named
 
 
-def pytest_collection_modifyitems(items):
-    """Tests marked `nbgrader` (they grade notebooks in kernels, seconds each) run after the others.
-    A mutation run (`make mutation`) stops at a mutant's first failing test: a quick test that
+# The scopes (a module, or a class of one) that take longest, longest first, from the durations
+# of a full `make test` (2 cores; a cold kept grading for the catalogue and the sample class). The
+# parallel suite hands out whole scopes in the order they were collected (--dist loadscope
+# --no-loadscope-reorder, the Makefile's PYTEST_ARGS): started first, the longest end with the
+# rest, instead of one core running the last of them alone.
+LONGEST_FIRST = (
+    "tests/test_tamper.py", "tests/test_catalogue_nbgrader.py", "tests/test_bench.py",
+    "tests/test_platforms.py::TestReleaseAloneOnKaggle", "tests/test_platforms.py::TestReleaseAloneOnColab",
+    "tests/test_platforms.py::TestReleaseAloneOnNewest", "tests/test_cluster.py", "tests/test_grader.py",
+    "tests/test_gradebook.py", "tests/test_release_alone.py", "tests/test_browser.py", "tests/test_replay.py",
+    "solutions/06-tiny-transformer", "solutions/07-banking77",
+)
+
+
+def _longest_first(item):
+    """The place of `item`'s scope in LONGEST_FIRST; the others after, as collected."""
+    for place, scope in enumerate(LONGEST_FIRST):
+        if item.nodeid == scope or item.nodeid.startswith((f"{scope}::", f"{scope}/")):
+            return place
+    return len(LONGEST_FIRST)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Spread over the cores (a pytest-xdist worker), the longest scopes go first. Otherwise the
+    tests marked `nbgrader` (they grade notebooks in kernels, seconds each) run after the others:
+    a mutation run (`make mutation`) stops at a mutant's first failing test, and a quick test that
     catches it then spares the slow ones."""
-    items.sort(key=lambda item: item.get_closest_marker("nbgrader") is not None)
+    if hasattr(config, "workerinput"):
+        items.sort(key=_longest_first)
+    else:
+        items.sort(key=lambda item: item.get_closest_marker("nbgrader") is not None)

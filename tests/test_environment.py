@@ -59,3 +59,18 @@ def test_importing_nbformat_does_not_build_the_iri_grammar():
     code = "import sys, nbformat; print('rfc3987_syntax' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"
+
+
+def test_the_parallel_suite_hands_out_the_longest_scopes_first():
+    """`make test` keeps the collected order of scopes (xdist would put those with the most tests
+    first), and every scope tests/conftest.py names as one of the longest still exists."""
+    import importlib
+
+    from conftest import LONGEST_FIRST
+    printed = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "--dist loadscope --no-loadscope-reorder" in printed
+    for scope in LONGEST_FIRST:
+        path, _, name = scope.partition("::")
+        assert (ROOT / path).exists(), f"LONGEST_FIRST names {path}, which is gone"
+        if name:
+            assert hasattr(importlib.import_module(Path(path).stem), name), f"LONGEST_FIRST names {scope}, which is gone"
