@@ -102,7 +102,7 @@ test: $(VENV)/.installed bubblewrap chromium $(addsuffix /.installed,$(PLATFORM_
 		$(BIN)/python -m pytest $(PYTEST_ARGS) -m "not alone" --nbval tests $(NOTEBOOKS),tests)
 	$(call pytest_stage,$(BIN)/python -m pytest -p no:cacheprovider -m alone tests,tests marked alone)
 
-# Mutation testing: mutmut mutates ticketnet.py and grader/{autograde,gradebook,grading,repair,report}.py one
+# Mutation testing: mutmut mutates ticketnet.py and the grader modules setup.cfg names (only_mutate) one
 # change at a time and runs the fast tests that cover each change (setup.cfg [mutmut] says which).
 # tests/mutation.py then writes MUTATION.md: per function, the digest of the code measured, the day,
 # the mutants killed (a timeout or a crash counts as killed), the survivors, and the mutants listed

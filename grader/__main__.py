@@ -14,7 +14,8 @@ def autograde(args):
     On a Dask cluster (README, "Grading on a cluster"):
              python -m grader autograde submissions.zip --out graded --scheduler tcp://head:8786
     """
-    from grader.autograde import ClusterError, autograde as grade_class
+    from grader.autograde import autograde as grade_class
+    from grader.schedule import ClusterError
     from grader.sandbox import Unavailable
     try:
         results = grade_class(args.inputs, args.out, workers=args.workers, timeout=args.timeout,

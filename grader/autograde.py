@@ -1,8 +1,9 @@
 """Autograde a class: collect submissions, grade them in parallel with nbgrader, and write the
 class's nbgrader course folder (grader/gradebook.py), the grade table and a class report.
 
-Each worker process owns a GradingCourse (its own nbgrader course folder and gradebook, which
-starts as a copy of the class's sections), so the workers never share a database; the main
+Each worker process (grader.worker) owns a GradingCourse (its own nbgrader course folder and
+gradebook, which starts as a copy of the class's sections), so the workers never share a
+database; grader.schedule hands them the notebooks, the longest expected first, and the main
 process alone writes their results into the class's gradebook.
 
 Results are kept in results.json, keyed by student and section with the submission's SHA-256:
@@ -18,13 +19,13 @@ import json
 import os
 import re
 import tempfile
-import time
 import zipfile
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from grader.course import ROOT, SECTIONS
+from grader import fingerprint, schedule, worker
+from grader.course import SECTIONS
 from grader.sandbox import MEMORY_MB, TIMEOUT
 
 # A file name's student id: what comes before the first "_" or ".", e.g. ada_01-heads.ipynb -> ada.
@@ -32,11 +33,6 @@ from grader.sandbox import MEMORY_MB, TIMEOUT
 DEFAULT_PATTERN = r"^(?P<student>[^_.]+)"
 # What a spreadsheet reads as the start of a formula in a cell (OWASP, CSV injection)
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-class ClusterError(Exception):
-    """The Dask cluster cannot grade (grader.cluster): its scheduler is out of reach or was lost,
-    or a worker refused. What was graded before is saved; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -111,106 +107,13 @@ def _held(submissions):
                 error = (f"not graded: {student} has {len(group)} notebooks of {section} ({names}); "
                          "remove all but one and grade again")
                 held[f"{student}/{submission.path.name}"] = {
-                    **_failed(submission.path, error, grader_failure=True, section=section), "student": student,
+                    **worker.failed(submission.path, error, grader_failure=True, section=section), "student": student,
                     "seconds": 0.0, "held": True}
     return held
 
 
 def _sha256(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def grading_versions(options=(), root=ROOT):
-    """section -> a fingerprint of everything that grades it: its solution notebook (check cells,
-    hidden tests), the modules of grader/checks/ it imports, the rest of the grader, ticketnet.py,
-    the grading `options`, the data the notebooks read (data/, bench/results/) and the versions
-    of Python and the libraries. A notebook whose section's fingerprint changed is graded again;
-    key None covers notebooks of no known section."""
-    import platform
-    from importlib import metadata
-    root = Path(root)
-    checks = root / "grader" / "checks"
-    shared = hashlib.sha256(repr(sorted(options)).encode())
-    data = [p for folder in ("data", "bench/results") for p in sorted((root / folder).rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts]
-    for path in [root / "ticketnet.py", *sorted((root / "grader").rglob("*.py")), *data]:
-        if path.parent != checks or path.name == "__init__.py":  # a section's own checks count for it alone
-            shared.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
-    for name in ("torch", "numpy", "nbgrader", "nbconvert", "nbclient", "ipykernel", "jupyter_client",
-                 "pandas", "matplotlib", "scikit-learn"):
-        shared.update(f"{name}=={metadata.version(name)}".encode())
-    shared.update(f"python=={platform.python_version()}".encode())
-    versions = {}
-    for section in SECTIONS:
-        solution = root / "solutions" / section / f"{section}.ipynb"
-        digest = shared.copy()
-        for path in [solution, *(checks / f"{m}.py" for m in _check_modules(solution, checks))]:
-            digest.update(path.read_bytes())
-        versions[section] = digest.hexdigest()[:16]
-    versions[None] = hashlib.sha256("".join(versions.values()).encode()).hexdigest()[:16]
-    return versions
-
-
-def _check_modules(solution, checks):
-    """The modules of grader/checks/ that a section's solution imports, and those they import."""
-    found, todo = set(), re.findall(r"from grader\.checks import (\w+)", solution.read_text())
-    while todo:
-        module = todo.pop()
-        if module not in found and (checks / f"{module}.py").is_file():
-            found.add(module)
-            todo += re.findall(r"from grader\.checks\.(\w+) import", (checks / f"{module}.py").read_text())
-    return sorted(found)
-
-
-# --- the worker side -------------------------------------------------------------------------
-
-_course = None  # this worker's GradingCourse
-_started_with = None  # what it was started with, to start a fresh one after a grader failure
-
-
-def _start_worker(template, timeout, memory_mb, warm, sandboxed):
-    global _course, _started_with
-    from grader.grading import GradingCourse
-    # Each worker has its own warm-kernel server (in a sandbox of its own): no submission of one
-    # worker can reach another's kernels.
-    _course = GradingCourse(timeout=timeout, template=template, warm=warm, memory_mb=memory_mb,
-                            sandboxed=sandboxed)
-    _started_with = (template, timeout, memory_mb, warm, sandboxed)
-
-
-def _grade(student, path, attempts=2):
-    """Grade one submission in this worker; never raises: a failure is recorded, as the student's
-    zero when the submission caused it, as a grader failure when the grader did. After a grader
-    failure the worker starts a fresh course and grades the notebook again, `attempts` in all."""
-    from grader.grading import GraderFailure, NotGradable
-    started = time.perf_counter()
-    try:
-        try:
-            result = _course.grade(path, student=student)
-            result["error"] = ""
-            result["feedback_html"] = _course.feedback_html(result["section"], student)
-            result["graded_files"] = _course.graded_files(result["section"], student)
-        except Exception:
-            _course.check_own_files()  # a gradebook it cannot read fails whatever it grades: not the student's doing
-            raise
-    except NotGradable as error:
-        result = _failed(path, str(error))
-    except GraderFailure as error:
-        if attempts > 1:
-            _course.close()
-            _start_worker(*_started_with)
-            return _grade(student, path, attempts - 1)
-        result = _failed(path, f"grader failure: {error}", grader_failure=True)
-    except Exception as error:  # an nbgrader crash: record it and go on
-        result = _failed(path, f"grading failed: {type(error).__name__}: {error}")
-    result["student"] = student
-    result["seconds"] = round(time.perf_counter() - started, 2)
-    return result
-
-
-def _failed(path, error, grader_failure=False, section=None):
-    return {"notebook": str(path), "section": section, "score": 0.0, "max_score": 0.0, "tasks": [],
-            "error": error, "grader_failure": grader_failure, "feedback_html": None}
 
 
 # --- the class side --------------------------------------------------------------------------
@@ -241,7 +144,7 @@ def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=D
     if _journal(store).is_file():  # a killed run's: folded in first, so this run's lines never follow its cut-off one
         _save(store, results)
         _journal(store).unlink()
-    versions = grading_versions([("timeout", timeout), ("memory_mb", memory_mb), ("sandboxed", sandboxed)])
+    versions = fingerprint.grading_versions([("timeout", timeout), ("memory_mb", memory_mb), ("sandboxed", sandboxed)])
     held = _held(submissions)
     for key in [k for k, r in results.items() if r.get("held")]:
         del results[key]  # held in a run before: this run's files decide again
@@ -270,8 +173,8 @@ def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=D
                 graded = cluster.grade(scheduler, todo, start, versions, echo)
             else:
                 def new_pool():
-                    return ProcessPoolExecutor(workers, initializer=_start_worker, initargs=start)
-                graded = _longest_first(new_pool, todo, workers)
+                    return ProcessPoolExecutor(workers, initializer=worker.start, initargs=start)
+                graded = schedule.longest_first(new_pool, todo, workers)
             journal = _journal(store)
             try:
                 with tqdm(total=len(todo), unit="notebook", desc="grading") as bar, journal.open("a") as lines:
@@ -299,63 +202,6 @@ def write_tables(out, results):
     from grader.report import write_report
     _write_grades(out / "grades.csv", results, manual_grades(out))
     write_report(out, results)
-
-
-def _longest_first(new_pool, todo, workers, attempts=2):
-    """Grade `todo` on a pool of `workers` processes from `new_pool()`, one notebook per worker at
-    a time, always starting the one expected to take longest; yields (item, result) as each
-    finishes.
-
-    Long notebooks first keep a worker from starting one alone at the end while the others wait.
-    A section's expected length is the mean time of its notebooks graded so far in this run.
-    Sections with none graded yet come first, later ones first (sections 6 and 7 train a model):
-    one notebook of each shows how long the section takes, and the shortest section ends the run.
-
-    A worker that dies (the pool breaks) takes the notebooks then running with it: the pool starts
-    again and grades them again, up to `attempts` times each, then records a grader failure.
-    """
-    from concurrent.futures.process import BrokenProcessPool
-    waiting, seconds, tries = list(todo), {}, {}
-    while waiting:
-        running = {}
-        with new_pool() as pool:
-            try:
-                while waiting or running:
-                    while waiting and len(running) < workers:
-                        item = _next(waiting, seconds)
-                        waiting.remove(item)
-                        tries[item[0]] = tries.get(item[0], 0) + 1
-                        running[pool.submit(_grade, item[1].student, str(item[1].path))] = item
-                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for job in finished:
-                        item, result = running[job], job.result()  # a broken pool raises here
-                        del running[job]
-                        seconds.setdefault(section_order(item[1].section), []).append(result["seconds"])
-                        yield item, result
-            except BrokenProcessPool:
-                for item in running.values():
-                    if tries[item[0]] < attempts:
-                        waiting.append(item)
-                    else:
-                        result = _failed(item[1].path, f"grader failure: a grading process died {attempts} "
-                                         "times while this notebook was being graded", grader_failure=True)
-                        yield item, {**result, "student": item[1].student, "seconds": 0.0}
-
-
-def _next(waiting, seconds):
-    """The waiting item expected to take longest (the first such one, so students keep their
-    order): by the mean seconds of its section so far, after every section not yet timed."""
-    means = {section: sum(times) / len(times) for section, times in seconds.items()}
-
-    def expected(item):
-        section = section_order(item[1].section)
-        return (0, means[section]) if section in means else (1, section)
-    return max(waiting, key=expected)
-
-
-def section_order(section):
-    """A section's place in the course (06-tiny-transformer -> 5); -1 for None, no section found."""
-    return SECTIONS.index(section) if section else -1
 
 
 def _journal(store):
@@ -439,7 +285,7 @@ def _write_grades(path, results, manual):
                 row["waiting"].append(f"{section}:{question}")
         row[f"{section}:total"] = sum(row[f"{section}:{name}"] or 0.0 for name in
                                       [t["grade_id"] for t in result["tasks"]] + written_questions(section))
-    for result in sorted(results.values(), key=lambda r: (r["section"] is None, section_order(r["section"]), r["notebook"])):
+    for result in sorted(results.values(), key=lambda r: (r["section"] is None, schedule.section_order(r["section"]), r["notebook"])):
         name = Path(result["notebook"]).name
         problems = [result["error"]] if result["error"] else [*result.get("interrupted", []),
                                                                *result.get("flags", [])]

@@ -1,7 +1,7 @@
 """Grading a class on a Dask cluster: `python -m grader autograde INPUT --out DIR --scheduler ADDRESS`.
 
-A Dask worker grades as one of autograde's local worker processes does: a grading course of its
-own (autograde._start_worker), with its warm-kernel server and its sandbox. `CourseOnWorker`, a
+A Dask worker grades as a local worker process does (grader.worker): a grading course of its
+own, with its warm-kernel server and its sandbox. `CourseOnWorker`, a
 Dask worker plugin, starts that course once per worker from the class's registered sections,
 which it carries as bytes. Nothing assumes a shared filesystem: each task takes a submission's
 bytes to its worker and brings back the result (scores, messages, the feedback page and the
@@ -23,8 +23,9 @@ from distributed import Client, WorkerPlugin, as_completed
 from distributed.client import FutureCancelledError
 from distributed.scheduler import KilledWorker
 
-from grader import autograde
-from grader.autograde import ClusterError
+from grader import fingerprint, schedule
+from grader import worker as grading_worker  # Dask names its plugins' argument `worker`
+from grader.schedule import ClusterError
 
 
 class CourseOnWorker(WorkerPlugin):
@@ -35,8 +36,8 @@ class CourseOnWorker(WorkerPlugin):
 
     def __init__(self, sections, options, versions):
         self.sections = sections  # release/ and gradebook.db of the class's course folder, zipped
-        self.options = options    # autograde._start_worker's: timeout, memory_mb, warm, sandboxed
-        self.versions = versions  # autograde.grading_versions on the instructor's machine
+        self.options = options    # worker.start's: timeout, memory_mb, warm, sandboxed
+        self.versions = versions  # fingerprint.grading_versions on the instructor's machine
 
     async def setup(self, worker):
         # Dask's statistical profiler reads every thread's stack each 10 ms, CPU and the GIL taken
@@ -50,7 +51,7 @@ class CourseOnWorker(WorkerPlugin):
         await asyncio.to_thread(self._start)
 
     def _start(self):
-        here = autograde.grading_versions(_version_options(self.options))
+        here = fingerprint.grading_versions(_version_options(self.options))
         if here != self.versions:
             differ = sorted(str(s) for s in here if here[s] != self.versions.get(s))
             raise RuntimeError(f"this worker's course checkout or libraries grade differently from the "
@@ -59,18 +60,16 @@ class CourseOnWorker(WorkerPlugin):
         self.folder = tempfile.TemporaryDirectory(prefix="grading-course-")
         with zipfile.ZipFile(io.BytesIO(self.sections)) as archive:
             archive.extractall(self.folder.name)
-        autograde._start_worker(self.folder.name, *self.options)
+        grading_worker.start(self.folder.name, *self.options)
 
     def teardown(self, worker):
-        if autograde._course is not None:
-            autograde._course.close()
-            autograde._course = None
+        grading_worker.stop()
         if hasattr(self, "folder"):
             self.folder.cleanup()
 
 
 def _version_options(options):
-    """grading_versions' options for autograde._start_worker's (template left out)."""
+    """grading_versions' options for worker.start's (template left out)."""
     timeout, memory_mb, _, sandboxed = options
     return [("timeout", timeout), ("memory_mb", memory_mb), ("sandboxed", sandboxed)]
 
@@ -80,16 +79,16 @@ _one_at_a_time = threading.Lock()  # one course per worker: a worker given sever
 
 def grade_sent(student, name, data):
     """The task: grade the submission `data` (its bytes; `name`, its file name) on this worker.
-    Never raises, as autograde._grade."""
+    Never raises, as worker.grade."""
     with _one_at_a_time:
-        if autograde._course is None:
-            return {**autograde._failed(name, "grader failure: this Dask worker has no grading course "
+        if not grading_worker.running():
+            return {**grading_worker.failed(name, "grader failure: this Dask worker has no grading course "
                                               "(its log says why)", grader_failure=True),
                     "student": student, "seconds": 0.0}
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / name
             path.write_bytes(data)
-            return autograde._grade(student, str(path))
+            return grading_worker.grade(student, str(path))
 
 
 def _zipped(folder):
@@ -103,10 +102,10 @@ def _zipped(folder):
 
 def grade(address, todo, start, versions, echo=print):
     """Grade `todo` ([(key, Submission, sha256)]) on the cluster whose scheduler is at `address`;
-    `start` are autograde._start_worker's arguments. Yields (item, result) as each finishes.
+    `start` are worker.start's arguments. Yields (item, result) as each finishes.
 
     The cluster holds one notebook per worker thread at a time, the next one chosen as the local
-    pool chooses (autograde._next: the longest expected first). Handed every notebook at once,
+    pool chooses (schedule.next_longest: the longest expected first). Handed every notebook at once,
     Dask queues a second one on each worker, and at the end of a class one worker's queued
     notebook waits behind a long one while another worker idles. Workers that join take notebooks
     as soon as one finishes.
@@ -132,7 +131,7 @@ def grade(address, todo, start, versions, echo=print):
         def hand_out():
             threads = sum(client.nthreads().values())
             while waiting and len(running) < max(threads, 1):
-                item = autograde._next(waiting, seconds)
+                item = schedule.next_longest(waiting, seconds)
                 waiting.remove(item)
                 _, submission, _ = item
                 job = client.submit(grade_sent, submission.student, submission.path.name,
@@ -146,11 +145,11 @@ def grade(address, todo, start, versions, echo=print):
                 try:
                     result = job.result()
                 except KilledWorker:
-                    result = {**autograde._failed(item[1].path, "grader failure: the Dask workers grading this "
+                    result = {**grading_worker.failed(item[1].path, "grader failure: the Dask workers grading this "
                                                   "notebook died each time", grader_failure=True),
                               "student": item[1].student, "seconds": 0.0}
                 job.release()
-                seconds.setdefault(autograde.section_order(item[1].section), []).append(result["seconds"])
+                seconds.setdefault(schedule.section_order(item[1].section), []).append(result["seconds"])
                 hand_out()  # before the result is written: no worker waits for the instructor's disk
                 result["notebook"] = str(item[1].path)
                 yielded += 1

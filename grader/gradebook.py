@@ -26,17 +26,15 @@ import warnings
 from pathlib import Path
 
 import nbformat
-from nbconvert.preprocessors import Preprocessor
-from traitlets import Bool
 
 from grader.course import ROOT, SECTIONS, SOLUTIONS, solution_notebook
+from grader.marks import is_written
 
 # nbgrader's gradebook trips SQLAlchemy warnings that say nothing to an instructor.
 warnings.filterwarnings("ignore", module="nbgrader.api")
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "nbgrader_config.py"
 OPTIONS = "grading.json"  # the options of the last `grader autograde` run: timeout, memory_mb, sandboxed
-MARK_SCHEME = "mark_scheme"  # cell.metadata["course"][MARK_SCHEME]: the written answer it belongs to
 
 
 def configure(config, config_file):
@@ -51,59 +49,12 @@ def configure(config, config_file):
     config.merge(grading_config(folder, options["timeout"], kernel))
 
 
-class AddMarkSchemes(Preprocessor):
-    """`with_mark_schemes` as nbgrader's last autograding step: the autograded notebook, which
-    Formgrader shows, has each written answer's model answer and mark scheme under it."""
-
-    enabled = Bool(True)  # nbconvert's preprocessors run only when enabled
-
-    def preprocess(self, nb, resources):
-        return with_mark_schemes(nb, resources["nbgrader"]["assignment"]), resources
-
-
-class DropMarkSchemes(Preprocessor):
-    """Take out the cells `with_mark_schemes` added: a student's feedback never shows them."""
-
-    enabled = Bool(True)  # nbconvert's preprocessors run only when enabled
-
-    def preprocess(self, nb, resources):
-        nb.cells = [c for c in nb.cells if MARK_SCHEME not in c.metadata.get("course", {})]
-        return nb, resources
-
-
-def _is_written(cell):
-    """A written answer: a markdown cell graded by hand."""
-    meta = cell.metadata.get("nbgrader", {})
-    return cell.cell_type == "markdown" and meta.get("grade") and meta.get("solution")
-
-
-@functools.cache
-def _mark_schemes(section):
-    """grade_id -> the solution's text of each written answer (model answer and mark scheme)."""
-    notebook = nbformat.read(solution_notebook(section), as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in notebook.cells if _is_written(c)}
-
-
-def with_mark_schemes(notebook, section):
-    """The notebook with each written answer followed by its model answer and mark scheme."""
-    schemes, cells = _mark_schemes(section), []
-    for cell in notebook.cells:
-        cells.append(cell)
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in schemes and _is_written(cell):
-            cells.append(nbformat.v4.new_markdown_cell(
-                f"**For the grader: the model answer and its mark scheme** (`{grade_id}`; never in the "
-                f"student's feedback)\n\n{schemes[grade_id]}", metadata={"course": {MARK_SCHEME: grade_id}}))
-    notebook.cells = cells
-    return notebook
-
-
 def _answers(path):
     """grade_id -> each written answer (its cell) in a graded notebook (none if no file)."""
     if not path.is_file():
         return {}
     notebook = nbformat.read(path, as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c for c in notebook.cells if _is_written(c)}
+    return {c.metadata["nbgrader"]["grade_id"]: c for c in notebook.cells if is_written(c)}
 
 
 def _untouched(cell):
@@ -114,8 +65,8 @@ def _untouched(cell):
 
 def _api(folder):
     """An nbgrader API for registering sections (it grades nothing: no kernels)."""
-    from grader.release import _nbgrader_api
-    return _nbgrader_api(folder, folder / "release", folder / "gradebook.db", source=SOLUTIONS)
+    from grader.release import nbgrader_api
+    return nbgrader_api(folder, folder / "release", folder / "gradebook.db", source=SOLUTIONS)
 
 
 def _gradebook(folder):
@@ -199,7 +150,7 @@ def record(folder, result):
 def written_questions(section):
     """The grade ids of the section's written answers, in notebook order."""
     notebook = nbformat.read(solution_notebook(section), as_version=4)
-    return [c.metadata["nbgrader"]["grade_id"] for c in notebook.cells if _is_written(c)]
+    return [c.metadata["nbgrader"]["grade_id"] for c in notebook.cells if is_written(c)]
 
 
 def manual_grades(folder):

@@ -46,7 +46,7 @@ def alembic_head_by_command():
     return printed.split()[0]
 
 
-def _nbgrader_api(*args, **kwargs):
+def nbgrader_api(*args, **kwargs):
     from nbgrader.apps import NbGraderAPI
     return NbGraderAPI(config=nbgrader_config(*args, **kwargs))
 
@@ -82,7 +82,7 @@ def nbgrader_config(root, release_dir, db, source="solutions", timeout=120, kern
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbconvert.preprocessors.sanitize import SanitizeHTML
     from nbgrader.preprocessors import GetGrades
-    from grader.gradebook import DropMarkSchemes  # shown to the grader in Formgrader, never to the student
+    from grader.marks import DropMarkSchemes  # shown to the grader in Formgrader, never to the student
     config.GenerateFeedback.preprocessors = [DropMarkSchemes, GetGrades, SanitizeHTML, CSSHTMLHeaderPreprocessor]
     config.SanitizeHTML.enabled = True  # nbconvert's preprocessors are off until enabled
     if judged:  # the submission repaired first (grader.repair); each check's outputs: the judge's verdict (grader.judge)
@@ -93,7 +93,7 @@ def nbgrader_config(root, release_dir, db, source="solutions", timeout=120, kern
         defaults = Autograde.class_traits()
         config.Autograde.sanitize_preprocessors = [RepairSubmission, *defaults["sanitize_preprocessors"].default()]
         config.RepairSubmission.reference = str(Path(release_dir) / "{section}" / "{section}.ipynb")
-        from grader.gradebook import AddMarkSchemes  # for Formgrader's eyes (its feedback drops them)
+        from grader.marks import AddMarkSchemes  # for Formgrader's eyes (its feedback drops them)
         config.Autograde.autograde_preprocessors = [
             *(JudgedExecute if p is Execute else p for p in defaults["autograde_preprocessors"].default()),
             AddMarkSchemes]
@@ -140,7 +140,7 @@ def build(out_dir):
     out_dir = Path(out_dir)
     written = []
     with tempfile.TemporaryDirectory() as work:
-        api = _nbgrader_api(ROOT, Path(work) / "release", Path(work) / "gradebook.db")
+        api = nbgrader_api(ROOT, Path(work) / "release", Path(work) / "gradebook.db")
         for section in sections_with_solutions():
             result = api.generate_assignment(section, force=True, create=True)
             if not result["success"]:

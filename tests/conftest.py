@@ -65,7 +65,7 @@ def kept_grading():
     **options), started from the outputs that the last run under `name` left on this machine.
 
     autograde skips a notebook already graded with the same bytes, by a grader whose fingerprint
-    for its section is the same (grader.autograde.grading_versions: the solution, its checks and
+    for its section is the same (grader.fingerprint.grading_versions: the solution, its checks and
     those they import, the rest of the grader, ticketnet.py, the data, the options and the versions
     of Python and the libraries): the result it
     keeps is the one this run would compute. So a change to one section grades that section's

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import autograde, grading
+from grader import autograde, fingerprint, grading, schedule, worker
 from grader.course import SECTIONS
 from grader.gradebook import written_questions
 
@@ -111,10 +111,10 @@ class StandInCourse:
 def test_a_worker_returns_the_course_result_with_its_student_time_and_feedback(monkeypatch, tmp_path):
     notebook = tmp_path / "ada_01-heads.ipynb"
     notebook.write_text(json.dumps({"section": "01-heads", "scores": {"split": 2, "merge": 0}}))
-    monkeypatch.setattr(autograde, "_course", StandInCourse())
+    monkeypatch.setattr(worker, "_course", StandInCourse())
     clock = iter([100.0, 103.14159])
-    monkeypatch.setattr(autograde.time, "perf_counter", lambda: next(clock))
-    result = autograde._grade("ada", str(notebook))
+    monkeypatch.setattr(worker.time, "perf_counter", lambda: next(clock))
+    result = worker.grade("ada", str(notebook))
     assert result["student"] == "ada" and result["error"] == "" and result["score"] == 2.0
     assert result["feedback_html"] == "<html>feedback for ada, 01-heads</html>"
     assert result["graded_files"] == {"submitted": "ada's 01-heads", "autograded": "ada's 01-heads, graded"}
@@ -128,8 +128,8 @@ def test_a_worker_returns_the_course_result_with_its_student_time_and_feedback(m
 def test_a_worker_records_a_failure_as_a_zero_with_the_reason_and_goes_on(monkeypatch, tmp_path, spec, error):
     notebook = tmp_path / "ada_01-heads.ipynb"
     notebook.write_text(json.dumps(spec))
-    monkeypatch.setattr(autograde, "_course", StandInCourse())
-    result = autograde._grade("ada", str(notebook))
+    monkeypatch.setattr(worker, "_course", StandInCourse())
+    result = worker.grade("ada", str(notebook))
     assert result == {"notebook": str(notebook), "section": None, "score": 0.0, "max_score": 0.0,
                       "tasks": [], "error": error, "grader_failure": False, "feedback_html": None,
                       "student": "ada", "seconds": result["seconds"]}
@@ -141,10 +141,10 @@ def _restarting(monkeypatch, first, fresh):
 
     def start_worker(*options):
         restarts.append(options)
-        autograde._course = fresh
-    monkeypatch.setattr(autograde, "_course", first)
-    monkeypatch.setattr(autograde, "_started_with", ("template", 30, 1024, None, True))
-    monkeypatch.setattr(autograde, "_start_worker", start_worker)
+        worker._course = fresh
+    monkeypatch.setattr(worker, "_course", first)
+    monkeypatch.setattr(worker, "_started_with", ("template", 30, 1024, None, True))
+    monkeypatch.setattr(worker, "start", start_worker)
     return restarts
 
 
@@ -154,13 +154,13 @@ def test_a_worker_records_the_graders_own_failure_as_such_after_a_fresh_course_f
             raise grading.GraderFailure("the warm-kernel server stopped twice")
     first, fresh = FailingCourse(), FailingCourse()
     restarts = _restarting(monkeypatch, first, fresh)
-    result = autograde._grade("ada", str(tmp_path / "ada_01-heads.ipynb"))
+    result = worker.grade("ada", str(tmp_path / "ada_01-heads.ipynb"))
     assert result == {"notebook": str(tmp_path / "ada_01-heads.ipynb"), "section": None, "score": 0.0,
                       "max_score": 0.0, "tasks": [], "error": "grader failure: the warm-kernel server stopped twice",
                       "grader_failure": True, "feedback_html": None, "student": "ada", "seconds": result["seconds"]}
     assert restarts == [("template", 30, 1024, None, True)] and (first.closed, fresh.closed) == (1, 0)
-    assert autograde._course is fresh
-    result = autograde._grade("ada", str(tmp_path / "ada_01-heads.ipynb"), attempts=3)
+    assert worker._course is fresh
+    result = worker.grade("ada", str(tmp_path / "ada_01-heads.ipynb"), attempts=3)
     assert result["grader_failure"] and len(restarts) == 3  # two more: one per attempt after the first
 
 
@@ -174,17 +174,17 @@ def test_a_gradebook_the_worker_cannot_read_is_its_failure_and_a_fresh_course_gr
     first, fresh = BrokenCourse(), StandInCourse()
     first.broken = True
     restarts = _restarting(monkeypatch, first, fresh)
-    result = autograde._grade("ada", str(notebook))
+    result = worker.grade("ada", str(notebook))
     assert result["error"] == "" and result["score"] == 2.0 and not result.get("grader_failure")
     assert restarts == [("template", 30, 1024, None, True)] and fresh.graded == [("ada", "ada_01-heads.ipynb")]
     # still broken after the restart: no score at all, graded again next run; the message names the file
     fresh.broken, fresh.grade = True, first.grade
-    result = autograde._grade("ada", str(notebook))
+    result = worker.grade("ada", str(notebook))
     assert result["grader_failure"] and result["score"] == 0.0
     assert result["error"] == "grader failure: this worker's gradebook gradebook.db cannot be read (file is not a database)"
     # a sound gradebook: the submission's own failure stays its zero, with no restart
     fresh.broken = False
-    result = autograde._grade("ada", str(notebook))
+    result = worker.grade("ada", str(notebook))
     assert not result["grader_failure"] and result["error"].startswith("nbgrader could not grade it")
     assert len(restarts) == 2
 
@@ -192,10 +192,10 @@ def test_a_gradebook_the_worker_cannot_read_is_its_failure_and_a_fresh_course_gr
 def test_a_worker_course_copies_the_template_with_the_options(monkeypatch):
     made = []
     monkeypatch.setattr(grading, "GradingCourse", lambda **options: made.append(options) or "course")
-    monkeypatch.setattr(autograde, "_course", None)
-    monkeypatch.setattr(autograde, "_started_with", None)
-    autograde._start_worker("template-folder", 45, 2048, None, True)
-    assert autograde._course == "course" and autograde._started_with == ("template-folder", 45, 2048, None, True)
+    monkeypatch.setattr(worker, "_course", None)
+    monkeypatch.setattr(worker, "_started_with", None)
+    worker.start("template-folder", 45, 2048, None, True)
+    assert worker._course == "course" and worker._started_with == ("template-folder", 45, 2048, None, True)
     assert made == [{"timeout": 45, "template": "template-folder", "warm": None, "memory_mb": 2048,
                      "sandboxed": True}]
 
@@ -204,16 +204,16 @@ def test_a_worker_course_copies_the_template_with_the_options(monkeypatch):
 def test_a_worker_course_is_warm_or_fresh_sandboxed_or_not_as_asked(monkeypatch):
     made = []
     monkeypatch.setattr(grading, "GradingCourse", lambda **options: made.append(options) or "course")
-    monkeypatch.setattr(autograde, "_course", None)
-    monkeypatch.setattr(autograde, "_started_with", None)
-    autograde._start_worker("template-folder", 30, 1024, False, False)
+    monkeypatch.setattr(worker, "_course", None)
+    monkeypatch.setattr(worker, "_started_with", None)
+    worker.start("template-folder", 30, 1024, False, False)
     assert made == [{"timeout": 30, "template": "template-folder", "warm": False, "memory_mb": 1024,
                      "sandboxed": False}]
 
 
 def test_a_submission_failure_is_the_students_zero_unless_said_otherwise(tmp_path):
-    assert autograde._failed(tmp_path / "ada_01-heads.ipynb", "the file is empty")["grader_failure"] is False
-    assert autograde._failed(tmp_path / "ada_01-heads.ipynb", "it broke", grader_failure=True)["grader_failure"] is True
+    assert worker.failed(tmp_path / "ada_01-heads.ipynb", "the file is empty")["grader_failure"] is False
+    assert worker.failed(tmp_path / "ada_01-heads.ipynb", "it broke", grader_failure=True)["grader_failure"] is True
 
 
 def test_a_progress_line_reads_a_result_of_an_older_run_with_no_flags():
@@ -248,11 +248,11 @@ def test_grading_keeps_one_notebook_per_worker_and_learns_which_section_is_longe
         section = next(s for s in seconds if s in path)
         return {"student": student, "notebook": path, "seconds": seconds[section]}
 
-    monkeypatch.setattr(autograde, "_grade", grade)
+    monkeypatch.setattr(worker, "grade", grade)
     todo = _items("ada_01-heads", "bob_01-heads", "cyd_01-heads", "ada_05-block", "bob_05-block",
                   "ada_07-banking77", "bob_07-banking77")
     # room for more than asked: the order alone keeps it to 1
-    finished = list(autograde._longest_first(lambda: ThreadPoolExecutor(4), todo, workers=1))
+    finished = list(schedule.longest_first(lambda: ThreadPoolExecutor(4), todo, workers=1))
     assert most[0] == 1
     # one of each untimed section first, later sections first; then the longest mean first
     assert started == ["ada_07-banking77", "ada_05-block", "ada_01-heads", "bob_01-heads",
@@ -260,7 +260,7 @@ def test_grading_keeps_one_notebook_per_worker_and_learns_which_section_is_longe
     assert [item[0] for item, _ in finished] == started
     assert all(result["notebook"] == str(item[1].path) for item, result in finished)
     started.clear()
-    assert len(list(autograde._longest_first(lambda: ThreadPoolExecutor(4), todo, workers=2))) == len(todo)
+    assert len(list(schedule.longest_first(lambda: ThreadPoolExecutor(4), todo, workers=2))) == len(todo)
     assert most[0] == 2 and sorted(started) == sorted(name for name, _, _ in todo)
 
 
@@ -273,8 +273,8 @@ def test_a_free_worker_starts_the_next_notebook_without_waiting_for_the_others(m
         spans[student] = (started, time.perf_counter())
         return {"student": student, "notebook": path, "seconds": 0.0}
 
-    monkeypatch.setattr(autograde, "_grade", grade)
-    list(autograde._longest_first(lambda: ThreadPoolExecutor(2), _items("ada_01-heads", "bob_01-heads", "cyd_01-heads"),
+    monkeypatch.setattr(worker, "grade", grade)
+    list(schedule.longest_first(lambda: ThreadPoolExecutor(2), _items("ada_01-heads", "bob_01-heads", "cyd_01-heads"),
                                   workers=2))
     assert spans["cyd"][1] < spans["ada"][1]  # cyd came and went while ada's notebook ran
 
@@ -294,9 +294,9 @@ def test_a_broken_pool_is_replaced_and_its_notebooks_graded_again_then_recorded_
     def new_pool():
         pools.append(ThreadPoolExecutor(1))
         return pools[-1]
-    monkeypatch.setattr(autograde, "_grade", grade)
+    monkeypatch.setattr(worker, "grade", grade)
     finished = {item[0]: result for item, result in
-                autograde._longest_first(new_pool, _items("ada_01-heads", "bob_01-heads", "cyd_01-heads"), workers=1)}
+                schedule.longest_first(new_pool, _items("ada_01-heads", "bob_01-heads", "cyd_01-heads"), workers=1)}
     assert sorted(finished) == ["ada_01-heads", "bob_01-heads", "cyd_01-heads"]
     assert attempts["ada"] == 2 and finished["ada_01-heads"]["grader_failure"] is True
     assert finished["ada_01-heads"]["error"].startswith("grader failure: a grading process died 2 times")
@@ -309,8 +309,8 @@ def test_a_notebook_that_breaks_every_pool_is_recorded_whole_as_not_graded(monke
 
     def grade(student, path):
         raise BrokenProcessPool("a worker died")
-    monkeypatch.setattr(autograde, "_grade", grade)
-    [(item, result)] = autograde._longest_first(lambda: ThreadPoolExecutor(1), _items("ada_01-heads"), workers=1,
+    monkeypatch.setattr(worker, "grade", grade)
+    [(item, result)] = schedule.longest_first(lambda: ThreadPoolExecutor(1), _items("ada_01-heads"), workers=1,
                                                 attempts=3)
     assert result == {"notebook": "ada_01-heads.ipynb", "section": None, "score": 0.0, "max_score": 0.0,
                       "tasks": [], "grader_failure": True, "feedback_html": None, "student": "ada",
@@ -321,13 +321,13 @@ def test_a_notebook_that_breaks_every_pool_is_recorded_whole_as_not_graded(monke
 def test_a_section_expected_length_is_its_mean_not_its_total():
     # 01-heads: one notebook of 4 s; 07-banking77: three of 2 s (6 s in all, 2 s on average)
     waiting = _items("ada_01-heads", "ada_07-banking77")
-    assert autograde._next(waiting, {0: [4.0], 6: [2.0, 2.0, 2.0]})[0] == "ada_01-heads"
+    assert schedule.next_longest(waiting, {0: [4.0], 6: [2.0, 2.0, 2.0]})[0] == "ada_01-heads"
 
 
 def test_sections_not_yet_timed_come_before_any_timed_one_however_long():
     waiting = _items("ada_01-heads", "ada_07-banking77", "ada_notes")
-    assert autograde._next(waiting, {6: [1000.0], -1: [1.0]})[0] == "ada_01-heads"
-    assert autograde._next(waiting, {0: [1.0], 6: [1000.0]})[0] == "ada_notes"  # no section: index -1
+    assert schedule.next_longest(waiting, {6: [1000.0], -1: [1.0]})[0] == "ada_01-heads"
+    assert schedule.next_longest(waiting, {0: [1.0], 6: [1000.0]})[0] == "ada_notes"  # no section: index -1
 
 
 def test_a_sections_checks_are_the_modules_its_solution_imports_and_theirs(tmp_path):
@@ -338,12 +338,12 @@ def test_a_sections_checks_are_the_modules_its_solution_imports_and_theirs(tmp_p
     (checks / "c.py").write_text("")
     solution = tmp_path / "solution.ipynb"
     solution.write_text('"from grader.checks import a as check\\n", "from grader.checks import passed\\n"')
-    assert autograde._check_modules(solution, checks) == ["a", "b"]  # `passed` is no module of its own
+    assert fingerprint.check_modules(solution, checks) == ["a", "b"]  # `passed` is no module of its own
 
 
 def test_a_section_is_placed_by_its_place_in_the_course():
-    assert autograde.section_order("06-tiny-transformer") == 5 and autograde.section_order("01-heads") == 0
-    assert autograde.section_order(None) == -1
+    assert schedule.section_order("06-tiny-transformer") == 5 and schedule.section_order("01-heads") == 0
+    assert schedule.section_order(None) == -1
 
 
 def test_a_submission_is_placed_by_its_content_not_its_name(tmp_path, monkeypatch):
@@ -370,7 +370,7 @@ def stand_in_class(tmp_path, monkeypatch):
 
     def start_worker(*options):
         pools[-1][1].append(options)
-        autograde._course, autograde._started_with = course, options
+        worker._course, worker._started_with = course, options
 
     def pool(workers, initializer, initargs):
         pools.append((workers, []))
@@ -384,10 +384,10 @@ def stand_in_class(tmp_path, monkeypatch):
     monkeypatch.setattr(gradebook, "sections_copy", lambda folder, target: copies.append(folder) or Path(target))
     monkeypatch.setattr(gradebook, "record", record)
     monkeypatch.setattr(gradebook, "manual_grades", lambda folder: manual)
-    monkeypatch.setattr(autograde, "_start_worker", start_worker)
+    monkeypatch.setattr(worker, "start", start_worker)
     monkeypatch.setattr(autograde, "ProcessPoolExecutor", pool)
-    monkeypatch.setattr(autograde, "_course", None)
-    monkeypatch.setattr(autograde, "_started_with", None)
+    monkeypatch.setattr(worker, "_course", None)
+    monkeypatch.setattr(worker, "_started_with", None)
     from grader import sandbox
     monkeypatch.setattr(sandbox, "check_available", lambda: started.append("sandbox checked"))
     monkeypatch.setattr(grading, "read_notebook", _read_spec)
@@ -448,7 +448,7 @@ def test_a_class_run_writes_results_grades_feedback_and_report(stand_in_class, t
         (out, "ben", None, None)], key=str)
     assert sorted(results) == ["ada/ada_01-heads.ipynb", "ben/ben_01-heads.ipynb", "ben/ben_03-norms.ipynb"]
     ada, ben, broken = (results[k] for k in sorted(results))
-    versions = autograde.grading_versions([("timeout", 30), ("memory_mb", 1024), ("sandboxed", True)])
+    versions = fingerprint.grading_versions([("timeout", 30), ("memory_mb", 1024), ("sandboxed", True)])
     assert ada["sha256"] == autograde._sha256(hand_in / "ada_01-heads.ipynb")
     assert (ada["version"], ben["version"], broken["version"]) == (versions["01-heads"],) * 2 + (versions[None],)
     assert "feedback_html" not in ada and "graded_files" not in ada
@@ -497,8 +497,8 @@ def test_a_rerun_grades_only_what_is_new_changed_or_graded_by_changed_checks(sta
     assert {k: later[k] for k in first if k != "ben/ben_01-heads.ipynb"} == \
         {k: first[k] for k in first if k != "ben/ben_01-heads.ipynb"}
     # a check of section 02 changes: its notebooks alone are graded again
-    versions = autograde.grading_versions([("timeout", 60), ("memory_mb", 4096), ("sandboxed", True)])
-    monkeypatch.setattr(autograde, "grading_versions", lambda options: {**versions, "02-positions": "changed"})
+    versions = fingerprint.grading_versions([("timeout", 60), ("memory_mb", 4096), ("sandboxed", True)])
+    monkeypatch.setattr(fingerprint, "grading_versions", lambda options: {**versions, "02-positions": "changed"})
     stand_in_class.course.graded.clear()
     _, lines = stand_in_class(hand_in, workers=1)
     assert lines == ["4 submissions, 2 already graded, 2 to grade"]
@@ -652,16 +652,16 @@ def test_on_a_cluster_the_submissions_go_to_its_scheduler_and_this_machine_needs
     def grade_on_the_cluster(address, todo, start, versions, echo):
         sent.append((address, [key for key, _, _ in todo], start, versions))
         echo("sent to the cluster")
-        autograde._course = stand_in_class.course
+        worker._course = stand_in_class.course
         for item in todo:
-            yield item, autograde._grade(item[1].student, str(item[1].path))
+            yield item, worker.grade(item[1].student, str(item[1].path))
     monkeypatch.setattr(cluster, "grade", grade_on_the_cluster)
     results, lines = stand_in_class(hand_in, scheduler="tcp://grading:8786", timeout=30, memory_mb=1024, warm=False)
     assert stand_in_class.pools == [] and "sandbox checked" not in stand_in_class.started  # the workers check theirs
     [(address, keys, (template, *options), versions)] = sent
     assert address == "tcp://grading:8786" and keys == ["ada/ada_01-heads.ipynb", "ben/ben_01-heads.ipynb"]
     assert options == [30, 1024, False, True] and stand_in_class.copies == [stand_in_class.out]
-    assert versions == autograde.grading_versions([("timeout", 30), ("memory_mb", 1024), ("sandboxed", True)])
+    assert versions == fingerprint.grading_versions([("timeout", 30), ("memory_mb", 1024), ("sandboxed", True)])
     assert lines == ["2 submissions, 0 already graded, 2 to grade", "sent to the cluster"]
     assert [results[key]["score"] for key in keys] == [2.0, 2.0]
     assert results[keys[0]]["version"] == versions["01-heads"]
@@ -746,7 +746,7 @@ def test_two_notebooks_of_one_section_for_one_student_are_held_until_one_is_remo
                                                     ("bob", "bob_03-norms.ipynb")]
     names = f"{hand_in / 'bob_01-heads.ipynb'}, {hand_in / 'bob_01-heads~.ipynb'}"
     for key in ("bob/bob_01-heads.ipynb", "bob/bob_01-heads~.ipynb"):
-        assert results[key] == {**autograde._failed(hand_in / key.split("/")[1], (
+        assert results[key] == {**worker.failed(hand_in / key.split("/")[1], (
             f"not graded: bob has 2 notebooks of 01-heads ({names}); remove all but one and grade again"),
             grader_failure=True, section="01-heads"), "student": "bob", "seconds": 0.0, "held": True}
     assert sorted(student for _, student, *_ in stand_in_class.recorded) == ["ada", "ada", "bob"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import autograde
+from grader import autograde, fingerprint, worker
 from grader.course import ROOT
 from grader.sample_class import CLASS
 
@@ -190,9 +190,9 @@ def test_the_cluster_grades_one_notebook_per_worker_at_a_time_the_longest_expect
     class Course:
         def close(self):
             pass
-    monkeypatch.setattr(autograde, "_grade", grade)
-    monkeypatch.setattr(autograde, "_start_worker", lambda *options: None)
-    monkeypatch.setattr(autograde, "_course", Course())
+    monkeypatch.setattr(worker, "grade", grade)
+    monkeypatch.setattr(worker, "start", lambda *options: None)
+    monkeypatch.setattr(worker, "_course", Course())
     monkeypatch.setattr(cluster, "_one_at_a_time", nullcontext())  # one lock, shared by these workers
     todo = []
     for student in "abcdefgh":
@@ -201,7 +201,7 @@ def test_the_cluster_grades_one_notebook_per_worker_at_a_time_the_longest_expect
             (tmp_path / student / f"{section}.ipynb").write_text("{}")
             todo.append((f"{student}/{section}", autograde.Submission(student, tmp_path / student / f"{section}.ipynb", section), ""))
     options = (30, 1024, False, True)
-    versions = autograde.grading_versions(cluster._version_options(options))
+    versions = fingerprint.grading_versions(cluster._version_options(options))
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as local:
         start = time.perf_counter()
         graded = list(cluster.grade(local.scheduler_address, todo, (tmp_path, *options), versions, lambda line: None))

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from grader import gradebook
+from grader import gradebook, marks
 from grader.__main__ import main
 from grader.course import SECTIONS, release_notebook, solution_notebook
 
@@ -47,7 +47,7 @@ def _graded(student, answers=None, scores=None):
     for cell in notebook.cells:
         cell.source = (answers or {}).get(cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source)
     text = nbformat.writes(notebook)
-    graded = nbformat.writes(gradebook.with_mark_schemes(notebook, SECTION))
+    graded = nbformat.writes(marks.with_mark_schemes(notebook, SECTION))
     tasks = [{"grade_id": g, "score": (scores or {}).get(g, 0.0), "max_score": 2.0, "message": ""} for g in checks]
     return {"student": student, "section": SECTION, "notebook": f"{student}_{SECTION}.ipynb", "error": "",
             "tasks": tasks, "graded_files": {"submitted": text, "autograded": graded}}
@@ -193,21 +193,21 @@ def test_each_written_answer_is_followed_by_its_mark_scheme_which_the_feedback_d
     notebook = nbformat.read(release_notebook(SECTION), as_version=4)
     cells = len(notebook.cells)
     resources = {"nbgrader": {"assignment": SECTION, "notebook": SECTION, "student": "ada"}}
-    marked, _ = gradebook.AddMarkSchemes().preprocess(notebook, resources)
-    schemes = [c for c in marked.cells if gradebook.MARK_SCHEME in c.metadata.get("course", {})]
-    assert [c.metadata["course"][gradebook.MARK_SCHEME] for c in schemes] == [FIRST, SECOND, THIRD]
+    marked, _ = marks.AddMarkSchemes().preprocess(notebook, resources)
+    schemes = [c for c in marked.cells if marks.MARK_SCHEME in c.metadata.get("course", {})]
+    assert [c.metadata["course"][marks.MARK_SCHEME] for c in schemes] == [FIRST, SECOND, THIRD]
     assert all("Mark scheme" in c.source and "For the grader" in c.source for c in schemes)
     answer = next(i for i, c in enumerate(marked.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == FIRST)
     assert marked.cells[answer + 1] is schemes[0]  # right under the answer it grades
     assert len(marked.cells) == cells + 3
-    dropped, _ = gradebook.DropMarkSchemes().preprocess(marked, resources)
+    dropped, _ = marks.DropMarkSchemes().preprocess(marked, resources)
     assert len(dropped.cells) == cells and not any("For the grader" in c.source for c in dropped.cells)
     # a written answer the solution does not have (a student's copy of an answer cell) gets no scheme
     notebook = nbformat.read(release_notebook(SECTION), as_version=4)
     extra = copy.deepcopy(next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == FIRST))
     extra.metadata.nbgrader.grade_id = "my_own_answer"
     notebook.cells.append(extra)
-    marked = gradebook.with_mark_schemes(notebook, SECTION)
+    marked = marks.with_mark_schemes(notebook, SECTION)
     assert len(marked.cells) == cells + 1 + 3 and marked.cells[-1] is extra
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import autograde, grading, judge, release, sample_class
+from grader import autograde, fingerprint, grading, judge, release, sample_class, schedule
 from grader.course import ROOT, SECTIONS, release_notebook, solution_notebook
 from grader.gradebook import written_questions
 from grader.repair import repair
@@ -129,12 +129,12 @@ def test_grading_starts_untimed_sections_then_the_longest_and_keeps_students_in_
                                                              section if section in SECTIONS else None), "")
     sections = ["01-heads", "05-block", "07-banking77", "nothing-known"]
     waiting = [item(student, section) for section in sections for student in ("ada", "bob")]
-    assert autograde._next(waiting, {}) == item("ada", "07-banking77")  # nothing timed: later first
+    assert schedule.next_longest(waiting, {}) == item("ada", "07-banking77")  # nothing timed: later first
     timed = {6: [7.0, 8.0], 4: [2.8]}  # 07 and 05 timed; 01 and the unknown file not yet
-    assert autograde._next(waiting, timed) == item("ada", "01-heads")
+    assert schedule.next_longest(waiting, timed) == item("ada", "01-heads")
     order = []
     while waiting:
-        order.append(autograde._next(waiting, {**timed, 0: [3.5], -1: [0.1]}))
+        order.append(schedule.next_longest(waiting, {**timed, 0: [3.5], -1: [0.1]}))
         waiting.remove(order[-1])
     assert [i[0] for i in order] == ["ada/07-banking77", "bob/07-banking77", "ada/01-heads", "bob/01-heads",
                                      "ada/05-block", "bob/05-block", "ada/nothing-known", "bob/nothing-known"]
@@ -395,7 +395,7 @@ def test_a_course_lives_in_its_folder_or_a_temporary_one_and_restarts_from_a_tem
 def test_a_course_whose_gradebook_cannot_be_read_says_so_and_names_it(tmp_path):
     """Issue 41: a worker's gradebook overwritten (through a link the judge once followed) gave the
     next students nbgrader's sqlite3.DatabaseError as their zero. The course now tells its own
-    failure from theirs (autograde._grade asks it after every failed grade)."""
+    failure from theirs (worker.grade asks it after every failed grade)."""
     course = grading.GradingCourse(tmp_path, warm=False)
     course.register("05-block")
     course.check_own_files()  # sound: nothing to say
@@ -577,13 +577,13 @@ def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
     shutil.copy(ROOT / "ticketnet.py", tmp_path / "ticketnet.py")
     (tmp_path / "data" / "__pycache__").mkdir()  # what Python leaves beside the data's scripts is no data
     (tmp_path / "data" / "__pycache__" / "generate.cpython-311.pyc").write_bytes(b"compiled")
-    before = autograde.grading_versions(root=tmp_path)
-    assert before == autograde.grading_versions()
+    before = fingerprint.grading_versions(root=tmp_path)
+    assert before == fingerprint.grading_versions()
 
     def changed(path):
         with open(tmp_path / path, "a") as f:
             f.write("\n# edited\n")
-        after = autograde.grading_versions(root=tmp_path)
+        after = fingerprint.grading_versions(root=tmp_path)
         moved = {section for section in before if before[section] != after[section]}
         before.update(after)
         return moved
@@ -601,16 +601,16 @@ def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
     python = platform.python_version
     try:
         platform.python_version = lambda: "3.99.0"
-        assert autograde.grading_versions(root=tmp_path)["01-heads"] != before["01-heads"]
+        assert fingerprint.grading_versions(root=tmp_path)["01-heads"] != before["01-heads"]
     finally:
         platform.python_version = python
-    assert autograde.grading_versions([("timeout", 30)], root=tmp_path) != before  # an option
+    assert fingerprint.grading_versions([("timeout", 30)], root=tmp_path) != before  # an option
     from importlib import metadata
     real = metadata.version
     try:
         for library in ("torch", "numpy", "nbgrader", "nbconvert", "nbclient", "ipykernel", "jupyter_client",
                         "pandas", "matplotlib", "scikit-learn"):
             metadata.version = lambda name: "0.0" if name == library else real(name)
-            assert autograde.grading_versions(root=tmp_path)["01-heads"] != before["01-heads"], library
+            assert fingerprint.grading_versions(root=tmp_path)["01-heads"] != before["01-heads"], library
     finally:
         metadata.version = real

@@ -1,0 +1,68 @@
+"""One grading process, a worker of the local pool (grader.schedule) or of a Dask cluster
+(grader.cluster): its own GradingCourse, started once, grading one notebook at a time. `grade`
+never raises: whatever happens becomes the notebook's result."""
+
+import time
+
+_course = None  # this worker's GradingCourse
+_started_with = None  # what it was started with, to start a fresh one after a grader failure
+
+
+def start(template, timeout, memory_mb, warm, sandboxed):
+    """Start this process's grading course from the class's sections in `template`."""
+    global _course, _started_with
+    from grader.grading import GradingCourse
+    # Each worker has its own warm-kernel server (in a sandbox of its own): no submission of one
+    # worker can reach another's kernels.
+    _course = GradingCourse(timeout=timeout, template=template, warm=warm, memory_mb=memory_mb,
+                            sandboxed=sandboxed)
+    _started_with = (template, timeout, memory_mb, warm, sandboxed)
+
+
+def running():
+    """Whether this process has a grading course (`start` ran and `stop` did not)."""
+    return _course is not None
+
+
+def stop():
+    """Close this process's grading course (its warm-kernel server), if it has one."""
+    global _course
+    if _course is not None:
+        _course.close()
+        _course = None
+
+
+def grade(student, path, attempts=2):
+    """Grade one submission in this worker; never raises: a failure is recorded, as the student's
+    zero when the submission caused it, as a grader failure when the grader did. After a grader
+    failure the worker starts a fresh course and grades the notebook again, `attempts` in all."""
+    from grader.grading import GraderFailure, NotGradable
+    started = time.perf_counter()
+    try:
+        try:
+            result = _course.grade(path, student=student)
+            result["error"] = ""
+            result["feedback_html"] = _course.feedback_html(result["section"], student)
+            result["graded_files"] = _course.graded_files(result["section"], student)
+        except Exception:
+            _course.check_own_files()  # a gradebook it cannot read fails whatever it grades: not the student's doing
+            raise
+    except NotGradable as error:
+        result = failed(path, str(error))
+    except GraderFailure as error:
+        if attempts > 1:
+            _course.close()
+            start(*_started_with)
+            return grade(student, path, attempts - 1)
+        result = failed(path, f"grader failure: {error}", grader_failure=True)
+    except Exception as error:  # an nbgrader crash: record it and go on
+        result = failed(path, f"grading failed: {type(error).__name__}: {error}")
+    result["student"] = student
+    result["seconds"] = round(time.perf_counter() - started, 2)
+    return result
+
+
+def failed(path, error, grader_failure=False, section=None):
+    """The result of a notebook not graded: no tasks, no points, `error` saying why."""
+    return {"notebook": str(path), "section": section, "score": 0.0, "max_score": 0.0, "tasks": [],
+            "error": error, "grader_failure": grader_failure, "feedback_html": None}

@@ -1,0 +1,79 @@
+"""The grader package's layout: its modules import one another without a cycle, counting the
+imports inside functions, which hide a cycle from Python but not from a reader."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def module_name(path, root):
+    """grader/checks/heads.py -> grader.checks.heads; grader/checks/__init__.py -> grader.checks."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path, known):
+    """The modules of `known` that the file at `path` imports, anywhere in it."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # `from grader import worker` imports the module grader.worker; `from grader.course
+            # import ROOT` imports grader.course
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        found |= {name for name in names if name in known}
+    return found
+
+
+def import_graph(root=ROOT):
+    paths = {module_name(path, root): path for path in sorted((root / "grader").rglob("*.py"))}
+    return {name: imports(path, paths) - {name} for name, path in paths.items()}
+
+
+def a_cycle(graph):
+    """One import cycle of `graph` as [a, b, ..., a], or None when there is none."""
+    state, trail = {}, []
+
+    def visit(name):  # depth first: a module still open when reached again closes a cycle
+        state[name] = "open"
+        trail.append(name)
+        for other in sorted(graph[name]):
+            if state.get(other) == "open":
+                return trail[trail.index(other):] + [other]
+            if other not in state and (found := visit(other)):
+                return found
+        state[name] = "done"
+        trail.pop()
+        return None
+
+    for name in sorted(graph):
+        if name not in state and (found := visit(name)):
+            return found
+    return None
+
+
+def test_the_grader_package_has_no_import_cycle():
+    graph = import_graph()
+    assert {"grader.autograde", "grader.cluster", "grader.worker", "grader.checks.heads"} <= set(graph)
+    cycle = a_cycle(graph)
+    assert cycle is None, "an import cycle: " + " -> ".join(cycle)
+
+
+@pytest.mark.parametrize("source, cycle", [
+    ({"a": "from grader import b\n", "b": "def f():\n    from grader.a import x\n"},
+     ["grader.a", "grader.b", "grader.a"]),
+    ({"a": "import grader.b\n", "b": "from grader import c\n", "c": "from grader import a\n"},
+     ["grader.a", "grader.b", "grader.c", "grader.a"]),
+    ({"a": "from grader import b\n", "b": "from grader.c import y\n", "c": "x = 1\n"}, None),
+])
+def test_a_cycle_is_found_through_imports_inside_functions_and_named(tmp_path, source, cycle):
+    (tmp_path / "grader").mkdir()
+    for name, text in source.items():
+        (tmp_path / "grader" / f"{name}.py").write_text(text)
+    assert a_cycle(import_graph(tmp_path)) == cycle
