@@ -61,7 +61,7 @@ class PostNorm(Block):
 def parts_and_batch(seed=0, d_model=32, heads=4, d_ff=64):
     parts = check.block_parts(d_model, heads, d_ff, seed)
     x, pad = check.inputs(4, 7, d_model, seed, every_row_padded=True)
-    return parts, results._attention_twin(parts, heads), x, pad
+    return parts, results.attention_twin(parts, heads), x, pad
 
 
 def test_blocks_written_here_pass_every_check(capsys):
@@ -102,9 +102,9 @@ def test_the_reference_and_the_right_variant_agree_with_and_without_gradients():
     reference = results.reference_layer(parts, 4)
     assert reference.norm_first and reference.self_attn.batch_first and not reference.training
     right = results.variant(parts, twin, x, pad)
-    assert check._close_at_real(reference(x, src_key_padding_mask=pad).detach(), right.detach(), pad)
+    assert check.close_at_real(reference(x, src_key_padding_mask=pad).detach(), right.detach(), pad)
     with torch.no_grad():  # the fused fast path
-        assert check._close_at_real(reference(x, src_key_padding_mask=pad), right, pad)
+        assert check.close_at_real(reference(x, src_key_padding_mask=pad), right, pad)
 
 
 def test_every_single_mistake_gives_numbers_different_from_the_right_block():
@@ -113,7 +113,7 @@ def test_every_single_mistake_gives_numbers_different_from_the_right_block():
         right = results.variant(parts, twin, x, pad)
         for kwargs in [dict(first="post"), dict(second="none"), dict(first="normed"),
                        dict(mask="ignored"), dict(mask="inverted"), dict(swapped=True), dict(relu=False)]:
-            assert not check._close_at_real(results.variant(parts, twin, x, pad, **kwargs), right, pad), kwargs
+            assert not check.close_at_real(results.variant(parts, twin, x, pad, **kwargs), right, pad), kwargs
 
 
 def test_the_right_output_is_not_diagnosed_as_a_mistake():

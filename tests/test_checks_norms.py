@@ -53,5 +53,5 @@ def test_the_batchnorm_wrapper_is_batchnorm1d_over_the_features():
 
 
 def test_the_test_inputs_hold_a_row_whose_variance_is_below_eps():
-    x, _, _ = norms._inputs((3, 8), seed=0)
+    x, _, _ = norms.norm_inputs((3, 8), seed=0)
     assert x.view(-1, 8).var(-1, correction=0).min().item() < 1e-5

@@ -1,5 +1,6 @@
 """The grader package's layout: its modules import one another without a cycle, counting the
-imports inside functions, which hide a cycle from Python but not from a reader."""
+imports inside functions, which hide a cycle from Python but not from a reader, and no module
+uses another's private names (the tests may still reach into the module they test)."""
 
 import ast
 from pathlib import Path
@@ -56,6 +57,41 @@ def a_cycle(graph):
         if name not in state and (found := visit(name)):
             return found
     return None
+
+
+def private_names_across(root=ROOT):
+    """Each use, in one module of grader/, of a private name (`_x`) of another: `from grader.m import
+    _x`, or `m._x` where m names a grader module; as "user: grader.m._x"."""
+    paths = {module_name(path, root): path for path in sorted((root / "grader").rglob("*.py"))}
+    found = []
+    for user, path in paths.items():
+        tree, modules = ast.parse(path.read_text(), str(path)), {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    if f"{node.module}.{alias.name}" in paths:
+                        modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                    elif node.module in paths and alias.name.startswith("_"):
+                        found.append(f"{user}: {node.module}.{alias.name}")
+            elif isinstance(node, ast.Import):
+                modules.update({alias.asname or alias.name: alias.name for alias in node.names if alias.name in paths})
+        found += [f"{user}: {modules[node.value.id]}.{node.attr}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and modules.get(node.value.id, user) != user
+                  and node.attr.startswith("_") and not node.attr.startswith("__")]
+    return found
+
+
+def test_no_module_of_the_grader_uses_another_ones_private_names():
+    assert private_names_across() == []
+
+
+def test_a_private_name_taken_from_another_module_is_named(tmp_path):
+    (tmp_path / "grader").mkdir()
+    (tmp_path / "grader" / "a.py").write_text("_x = 1\n__all__ = []\n")
+    (tmp_path / "grader" / "b.py").write_text("from grader.a import _x\nfrom grader import a\nprint(a._x, a.__all__, a.y)\n")
+    (tmp_path / "grader" / "c.py").write_text("import grader.a as alias\nprint(alias._x)\n_own = 2\n")
+    assert private_names_across(tmp_path) == ["grader.b: grader.a._x", "grader.b: grader.a._x", "grader.c: grader.a._x"]
 
 
 def test_the_grader_package_has_no_import_cycle():

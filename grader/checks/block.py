@@ -67,7 +67,7 @@ def _table(counts):
     return ", ".join(f"{name} {n:,}" for name, n in counts.items()) + f" -> {sum(counts.values()):,}"
 
 
-def _linears(block):
+def feed_forward_linears(block):
     """The block's feed-forward network's nn.Linear layers, the widening one first: section 4
     allowed any layout, even the second layer created first. By registration order when the
     shapes cannot tell (d_ff == d_model)."""
@@ -84,10 +84,10 @@ def load_fixed_block(block, seed):
     for norm in (block.norm1, block.norm2):
         load_fixed_norm(norm, generator)
     load_fixed_projections({name: getattr(block.attn, name) for name in (*PROJECTIONS, "out")}, seed)
-    load_fixed_weights(_linears(block), seed)
+    load_fixed_weights(feed_forward_linears(block), seed)
 
 
-class _Parts(nn.Module):
+class BlockParts(nn.Module):
     """Named children and nothing else: the parts of a block, given to to_reference."""
 
     def __init__(self, **children):
@@ -99,10 +99,10 @@ class _Parts(nn.Module):
 def block_parts(d_model, heads, d_ff, seed):
     """A block's parts (norm1, attn with q, k, v, out and heads, norm2, ffn with up and down) with
     the fixed weights, and its head count as `heads`: what to_reference reads."""
-    attn = _Parts(**{name: nn.Linear(d_model, d_model) for name in (*PROJECTIONS, "out")})
+    attn = BlockParts(**{name: nn.Linear(d_model, d_model) for name in (*PROJECTIONS, "out")})
     attn.heads = heads
-    parts = _Parts(norm1=nn.LayerNorm(d_model), attn=attn, norm2=nn.LayerNorm(d_model),
-                   ffn=_Parts(up=nn.Linear(d_model, d_ff), down=nn.Linear(d_ff, d_model)))
+    parts = BlockParts(norm1=nn.LayerNorm(d_model), attn=attn, norm2=nn.LayerNorm(d_model),
+                   ffn=BlockParts(up=nn.Linear(d_model, d_ff), down=nn.Linear(d_ff, d_model)))
     parts.heads = heads
     load_fixed_block(parts, seed)
     return parts.eval()
@@ -128,7 +128,7 @@ def _named(model, name):
     return run
 
 
-def _close_at_real(a, b, pad):
+def close_at_real(a, b, pad):
     real = ~pad if pad is not None else torch.ones(a.shape[:2], dtype=torch.bool)
     return bool(torch.allclose(a[real], b[real], atol=ATOL, rtol=RTOL))
 
@@ -181,7 +181,7 @@ def _diagnose(variants, out, pad, order="pre"):
     found = None
     for combination in mistakes(order):
         candidate = variants[mistake_key(combination)]
-        if torch.isfinite(candidate[~pad]).all() and _close_at_real(out, candidate, pad):
+        if torch.isfinite(candidate[~pad]).all() and close_at_real(out, candidate, pad):
             found = combination
             break
     if found is None:
@@ -218,7 +218,7 @@ def _structure(block, d_model, d_ff, name="Block"):
         expect(isinstance(linear, nn.Linear) and (linear.in_features, linear.out_features) == (d_model, d_model),
                f"block.attn should be MultiHead({d_model}, heads) from section 1, with nn.Linear({d_model}, "
                f"{d_model}) children q, k, v and out; its `{projection}` is {linear}")
-    linears = _linears(block)
+    linears = feed_forward_linears(block)
     sizes = [(m.in_features, m.out_features) for m in linears]
     expect(sizes == [(d_model, d_ff), (d_ff, d_model)],
            f"block.ffn should be FeedForward({d_model}, {d_ff}) from section 4: nn.Linear({d_model}, {d_ff}), "
@@ -240,7 +240,7 @@ def _parts_work(block, x, pad, results):
     mistake is in section 1 or 4, and the message says so instead of blaming the block."""
     got = call(_named(block.attn, "block.attn"), x, pad[:, None, None, :])
     want = results["attention"]
-    expect(isinstance(got, torch.Tensor) and got.shape == want.shape and _close_at_real(got, want, pad),
+    expect(isinstance(got, torch.Tensor) and got.shape == want.shape and close_at_real(got, want, pad),
            "block.attn, your MultiHead from section 1, does not compute what nn.MultiheadAttention "
            "holding its weights computes. The block is checked with it, so fix MultiHead first: its "
            "check in 01-heads names the mistake. Save that notebook and run the load_parts cell here "
@@ -305,7 +305,7 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
         expect(torch.isfinite(out[~pad]).all(), "block(h, pad) returned NaN or inf at real "
                "positions: is the mask inverted, or were the weights changed?")
         want = results["right"]
-        if not _close_at_real(out, want, pad):
+        if not close_at_real(out, want, pad):
             hint = _diagnose(results["mistakes"], out, pad)
             raise AssertionError(
                 f"block(h, pad) differs from nn.TransformerEncoderLayer(norm_first=True, "
@@ -322,7 +322,7 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
                "block(h, pad) returned NaN for a ticket without any padding: every key of that "
                "ticket was masked. The mask must be True at the pads (pad), not ~pad.")
         want2 = results["right, unpadded tickets"]
-        expect(_close_at_real(out2, want2, pad2),
+        expect(close_at_real(out2, want2, pad2),
                f"block(h, pad) differs from the reference by up to {_gap_at_real(out2, want2, pad2):.3g} "
                "on a batch with unpadded tickets")
         mixed, mixed_pad = x2.clone(), pad2.clone()
@@ -336,7 +336,7 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
                "one row of keys per ticket.")
 
         # 5. Without a mask, equal to the reference without a mask.
-        expect(_close_at_real(call(forward, x), results["right, no mask"], None),
+        expect(close_at_real(call(forward, x), results["right, no mask"], None),
                "block(h) without pad differs from the reference without src_key_padding_mask: "
                "pad=None should mean that no key is masked")
     passed()
@@ -384,7 +384,7 @@ def _in_proj_problem(layer, source):
 
 def _weights_in_place(layer, source):
     """Name the first weight of the layer that is not the block's, and where it came from."""
-    lin1, lin2 = _linears(source)
+    lin1, lin2 = feed_forward_linears(source)
     pairs = {"norm1": (layer.norm1, source.norm1, source.norm2, "norm2"),
              "norm2": (layer.norm2, source.norm2, source.norm1, "norm1"),
              "linear1": (layer.linear1, lin1, lin2, "the second Linear (ffn.down)"),
@@ -432,13 +432,13 @@ def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, see
     problem = _weights_in_place(layer, source)
     expect(problem is None, f"{problem}." if problem else "")
     got = layer(x, src_key_padding_mask=pad)  # with gradients on: the layer's plain path
-    expect(_close_at_real(got.detach(), want, pad),
+    expect(close_at_real(got.detach(), want, pad),
            f"the layer's output differs from the block's by up to {_gap_at_real(got.detach(), want, pad):.3g} "
            "at the real positions, although its weights are the block's: check its activation "
            "(relu) and layer_norm_eps (1e-5)")
     with torch.no_grad():  # eval mode without gradients: PyTorch may take its fused fast path
         fast = layer(x, src_key_padding_mask=pad)
-    expect(_close_at_real(fast, want, pad),
+    expect(close_at_real(fast, want, pad),
            "under torch.no_grad() the layer differs from the block at the real positions")
     expect(all(torch.equal(value, kept[name]) for name, value in source.state_dict().items()),
            "to_reference changed the block it was given: copy its weights into the new layer, do not "
@@ -462,7 +462,7 @@ def post_norm_block(PostNormBlock, d_model=64, heads=4, d_ff=256, batch=5, seq=9
             out = call(forward, x, pad)
             expect_shape(out, (batch, seq, d_model), "post_norm_block(h, pad)")
             want = results[f"right, padded {every_row_padded}"]
-            if not _close_at_real(out, want, pad):
+            if not close_at_real(out, want, pad):
                 hint = _diagnose(results[f"mistakes, padded {every_row_padded}"], out, pad, order="post")
                 raise AssertionError(
                     f"post_norm_block(h, pad) differs from nn.TransformerEncoderLayer(norm_first=False, "
@@ -471,7 +471,7 @@ def post_norm_block(PostNormBlock, d_model=64, heads=4, d_ff=256, batch=5, seq=9
                                                  "Post-norm adds each part's output to h, then normalizes "
                                                  "the sum: norm1 after attention, norm2 after the "
                                                  "feed-forward network."))
-        expect(_close_at_real(call(forward, x), results["right, no mask"], None),
+        expect(close_at_real(call(forward, x), results["right, no mask"], None),
                "post_norm_block(h) without pad differs from the reference without a mask: pad=None "
                "should mean that no key is masked")
     passed()

@@ -24,7 +24,7 @@ _TRANSPOSE_HINT = ("did you `view` (or `reshape`) straight to (b, heads, s, dh) 
                    "(b, s, heads, dh), then `transpose(1, 2)`.")
 
 
-def _random(shape, seed):
+def seeded_randn(shape, seed):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
@@ -36,7 +36,7 @@ def load_fixed_projections(projections, seed):
                        torch.Generator().manual_seed(30_000 + seed))
 
 
-def _ids(lengths, seq=None, seed=0, vocab_size=60):
+def padded_ids(lengths, seq=None, seed=0, vocab_size=60):
     """Token ids (len(lengths), seq): real ids 2.. (one UNK per row), PAD after each length."""
     seq = seq or max(lengths)
     g = torch.Generator().manual_seed(seed)
@@ -54,7 +54,7 @@ def _ids(lengths, seq=None, seed=0, vocab_size=60):
 @task
 def split_heads(split_heads, batch=2, seq=6, d_model=64, heads=4, seed=0):
     """(b, s, d) -> (b, heads, s, d // heads), head i holding features i*dh:(i+1)*dh of every token."""
-    h = _random((batch, seq, d_model), seed)
+    h = seeded_randn((batch, seq, d_model), seed)
     before = h.clone()
     dh = d_model // heads
     out = call(split_heads, h, heads)
@@ -89,7 +89,7 @@ def merge_heads(merge_heads, batch=2, seq=6, heads=4, dh=16, seed=0, contiguous=
     contiguous=True passes a tensor laid out as attention returns it (heads, then tokens, in
     memory), which is the case where `transpose(1, 2).view` is refused."""
     d = heads * dh
-    h = _random((batch, seq, d), seed)
+    h = seeded_randn((batch, seq, d), seed)
     # head i holds features i*dh:(i+1)*dh of every token, laid out as a split leaves them
     split = torch.stack([h[..., i * dh:(i + 1) * dh] for i in range(heads)], dim=2).transpose(1, 2)
     if contiguous:
@@ -124,7 +124,7 @@ def merge_heads(merge_heads, batch=2, seq=6, heads=4, dh=16, seed=0, contiguous=
 def key_padding_mask(key_padding_mask, lengths=(5, 2, 7), seq=None, seed=0):
     """token ids (b, s) -> bool (b, 1, 1, s), True exactly at the PAD keys."""
     lengths = tuple(lengths)
-    ids = _ids(lengths, seq, seed)
+    ids = padded_ids(lengths, seq, seed)
     b, s = ids.shape
     masks = references.expected("heads", "padding_masks", lengths, seq, seed)
     out = call(key_padding_mask, ids.clone())
@@ -176,7 +176,7 @@ CAUSAL_SHAPES = {
 def causal_mask(causal_mask, lengths=(5, 2, 7), seq=None, seed=0):
     """token ids (b, s) -> bool (b, 1, s, s), True where key j is a PAD or comes after query i."""
     lengths = tuple(lengths)
-    ids = _ids(lengths, seq, seed)
+    ids = padded_ids(lengths, seq, seed)
     b, s = ids.shape
     masks = references.expected("heads", "causal_masks", lengths, seq, seed)
     out = call(causal_mask, ids.clone())
@@ -289,10 +289,10 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
 
     load_fixed_projections({name: getattr(layer, name) for name in ("q", "k", "v", "out")}, seed)
     results = references.expected("heads", "multi_head", d_model, heads, lengths, seed)
-    ids = _ids(lengths, seed=seed)
+    ids = padded_ids(lengths, seed=seed)
     b, s = ids.shape
     mask = (ids == PAD)[:, None, None, :]
-    h = _random((b, s, d_model), seed + 1)
+    h = seeded_randn((b, s, d_model), seed + 1)
     with torch.no_grad():
         out = call(layer, h, mask)
         if isinstance(out, tuple):
@@ -310,7 +310,7 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
         # The last real word of the first (short) ticket must reach every one of its real tokens.
         last = lengths[0] - 1
         changed = h.clone()
-        changed[0, last] = _random((d_model,), seed + 2)
+        changed[0, last] = seeded_randn((d_model,), seed + 2)
         moved = (call(layer, changed, mask)[0, :lengths[0]] - out[0, :lengths[0]]).abs().amax(-1)
         still = [t for t in range(lengths[0]) if moved[t] <= 1e-6]
         if still:
@@ -333,7 +333,7 @@ def _bad_head_count(MultiHead, d_model, heads):
     name = f"MultiHead({d_model}, {heads})"
     needed = (f"{name} must raise ValueError with a message naming {d_model} and {heads}, e.g. "
               f"'d_model={d_model} is not divisible by heads={heads}'")
-    h = _random((2, 3, d_model), 7)
+    h = seeded_randn((2, 3, d_model), 7)
     try:
         layer = MultiHead(d_model, heads)
         layer(h)

@@ -31,7 +31,7 @@ from grader.checks import call, expect, expect_shape, passed, refusing, task
 # ---------------------------------------------------------------------------------------------
 
 
-def _inputs(shape, seed):
+def norm_inputs(shape, seed):
     """x (with a row of tiny spread and rows far from zero), weight and bias, all seeded."""
     g = torch.Generator().manual_seed(seed)
     d = shape[-1]
@@ -69,7 +69,7 @@ def _run_layer_norm(layer_norm, x, weight, bias, eps):
 
 
 def _matches_pytorch(layer_norm, shape, seed, eps):
-    x, weight, bias = _inputs(shape, seed)
+    x, weight, bias = norm_inputs(shape, seed)
     use = 1e-5 if eps is None else eps
     mistakes = references.expected("norms", "layer_norm_mistakes", shape, seed, use)
     out = _run_layer_norm(layer_norm, x, weight, bias, eps)
@@ -186,7 +186,7 @@ def _shift(query_shift, norm, batch, other):
     return result
 
 
-def _known_batches(widths_differ=False):
+def known_batches(widths_differ=False):
     """batch and other share row 0; other's row 1 holds v and w at its two positions, batch's is 0.
     With AddBatchMean (same widths) row 0 moves by (v + w) / 4 = [4, -2, 0, 0] per feature: the
     largest absolute move is 4, the largest signed one 2, the mean 1.5; token 0 of every row moves
@@ -203,7 +203,7 @@ def _known_batches(widths_differ=False):
 
 def _check_known(query_shift, widths_differ, swap=False):
     norm = AddBatchMean()
-    batch, other = _known_batches(widths_differ)
+    batch, other = known_batches(widths_differ)
     if swap:  # the wider tensor comes first
         batch, other = other, batch
     got = _shift(query_shift, norm, batch, other)
@@ -337,7 +337,7 @@ def check_rms_norm(rms_norm, shapes=((3, 8), (2, 5, 16)), seed=0, eps=None):
     use = RMS_EPS if eps is None else eps
     for i, shape in enumerate(shapes):
         shape = tuple(shape)
-        x, weight, _ = _inputs(shape, seed + i)
+        x, weight, _ = norm_inputs(shape, seed + i)
         kept = x.clone()
         expected = references.expected("norms", "rms_norm", shape, seed + i, use)
         mistakes = references.expected("norms", "rms_norm_mistakes", shape, seed + i, use)
@@ -357,7 +357,7 @@ def check_rms_norm(rms_norm, shapes=((3, 8), (2, 5, 16)), seed=0, eps=None):
                                      "the `eps` argument, not a fixed number.")
         raise AssertionError(f"{where}. Expected each row divided by the square root of the mean of "
                              "its squares plus eps, over the last dimension, then times weight.")
-    x, _, _ = _inputs((4, 32), seed)
+    x, _, _ = norm_inputs((4, 32), seed)
     ones = torch.ones(32)
     out = _run_rms_norm(rms_norm, x, ones, eps).double()
     rms = out.pow(2).mean(-1).sqrt()

@@ -40,12 +40,12 @@ def _one_thread(check):
     return wrapper
 
 
-def _tokens(batch, length, d, seed):
+def seeded_tokens(batch, length, d, seed):
     """Token vectors drawn with a private generator, so the student's seeds do not matter."""
     return torch.randn(batch, length, d, generator=torch.Generator().manual_seed(seed))
 
 
-def _linears(module):
+def feed_forward_linears(module):
     """The module's nn.Linear layers in the order they were registered."""
     return [m for m in module.modules() if isinstance(m, nn.Linear)]
 
@@ -101,7 +101,7 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
     torch.manual_seed(seed)
     ffn = _build(FeedForward, d_model, d_ff, what=what)
 
-    h = _tokens(3, 7, d_model, seed)
+    h = seeded_tokens(3, 7, d_model, seed)
     out = _forward(ffn, h)
     expect_shape(out, (3, 7, d_model), f"{what} applied to h of shape (3, 7, {d_model})")
 
@@ -112,7 +112,7 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
     alone = _forward(ffn, h[:, t:t + 1])
     expect_shape(alone, (3, 1, d_model), f"{what} applied to token {t} alone, shape (3, 1, {d_model})")
     expect_close(alone[:, 0], out[:, t], f"Token {t} sent alone", hint=mixing)
-    neighbours = _tokens(3, 7, d_model, seed + 1)
+    neighbours = seeded_tokens(3, 7, d_model, seed + 1)
     neighbours[:, t] = h[:, t]
     expect_close(_forward(ffn, neighbours)[:, t], out[:, t],
                  f"Token {t}'s output after changing only the other tokens", hint=mixing)
@@ -135,7 +135,7 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
                              f"{d_ff} weights + {d_ff} + {d_model} biases. {hint}")
 
     # The reference, from the student's own two Linear layers, found by their shapes.
-    linears = _linears(ffn)
+    linears = feed_forward_linears(ffn)
     first = [m for m in linears if (m.in_features, m.out_features) == (d_model, d_ff)]
     second = [m for m in linears if (m.in_features, m.out_features) == (d_ff, d_model)]
     expect(first and second,
@@ -273,14 +273,14 @@ def _stack_outputs(DeepStack, d_model, depth, seed):
                + (" None of its layers is registered: nn.Module sees the modules assigned to its "
                   "attributes, not those inside a plain Python list or dict. Hold the blocks in "
                   "nn.ModuleList([...]) (or nn.Sequential)." if n == 0 else ""))
-        linears = _linears(modules[residual])
+        linears = feed_forward_linears(modules[residual])
         expect(len(linears) == depth and all(
                    (m.in_features, m.out_features) == (d_model, d_model) for m in linears),
                f"{what} should hold {depth} nn.Linear({d_model}, {d_model}) layers, one per block; found "
                f"{[(m.in_features, m.out_features) for m in linears]}.")
         load_fixed_weights(linears, seed)
 
-    h = _tokens(2, 10, d_model, seed)
+    h = seeded_tokens(2, 10, d_model, seed)
     outputs = {}
     for residual, module in modules.items():
         what = f"DeepStack({d_model}, {depth}, residual={residual})"
@@ -375,7 +375,7 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
     per_block = d_model * d_model + d_model
     expected = depth * per_block + depth
     n = sum(p.numel() for p in module.parameters())
-    linears = _linears(module)
+    linears = feed_forward_linears(module)
     if n != expected:
         if not linears:
             hint = ("None of its Linear layers is registered: nn.Module sees the modules assigned to its "
@@ -409,7 +409,7 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
 
     # As built, the stack must return its input.
     load_fixed_weights(linears, seed)
-    h = _tokens(2, 10, d_model, seed)
+    h = seeded_tokens(2, 10, d_model, seed)
     out = _forward(module, h)
     expect_shape(out, h.shape, f"{what} applied to h of shape {tuple(h.shape)}")
     at_start = references.expected("residuals", "rezero_at_start", d_model, depth, seed)

@@ -43,7 +43,7 @@ from torch import nn
 from grader import references
 from grader.checks import Counted, call, expect, expect_shape, load_fixed_linears, load_fixed_norm, passed, task
 from grader.checks import prediction  # noqa: F401 (for the notebook)
-from grader.checks.block import _Parts, _close_at_real, _linears, block_parts, expected_counts, load_fixed_block
+from grader.checks.block import BlockParts, block_parts, close_at_real, expected_counts, feed_forward_linears, load_fixed_block
 
 TEAMS = ("delivery", "returns", "payment", "warranty", "account")  # as ticketnet.TEAMS
 
@@ -62,7 +62,7 @@ VISIBLE = [
 ]
 
 
-def _case(name, seed=0):
+def named_case(name, seed=0):
     """(rows, predicted team names) of a named case."""
     if name == "visible":
         triples = VISIBLE
@@ -101,7 +101,7 @@ def _same(a, b):
 def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
     """Check `style_accuracy(rows, predicted)` on a made-up case; `as_tensor` passes the
     predictions as a LongTensor of class ids (positions in TEAMS) instead of team names."""
-    rows, names = _case(case, seed)
+    rows, names = named_case(case, seed)
     predicted = torch.tensor([TEAMS.index(t) for t in names]) if as_tensor else list(names)
     given = "a tensor of class ids" if as_tensor else "a list of team names"
     snapshot = [dict(r) for r in rows]
@@ -301,7 +301,7 @@ def load_fixed_encoder(model, seed):
 def encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens, classes=len(TEAMS)):
     """An encoder's children and nothing else (no forward): embed, position, blocks (each the
     parts of a block), norm and out."""
-    return _Parts(embed=nn.Embedding(vocab_size, dim, padding_idx=PAD), position=nn.Embedding(max_tokens, dim),
+    return BlockParts(embed=nn.Embedding(vocab_size, dim, padding_idx=PAD), position=nn.Embedding(max_tokens, dim),
                   blocks=nn.ModuleList(block_parts(dim, heads, ffn, seed=i) for i in range(blocks)),
                   norm=nn.LayerNorm(dim), out=nn.Linear(dim, classes))
 
@@ -422,7 +422,7 @@ def encoder(Encoder, vocab_size=50, dim=16, heads=2, blocks=3, ffn=24, max_token
         try:
             inside = model.blocks[0](first, pad)
             fails = not (isinstance(inside, torch.Tensor) and inside.shape == first.shape
-                         and _close_at_real(inside, results["first block output"], pad))
+                         and close_at_real(inside, results["first block output"], pad))
             error = "it does not compute the pre-norm block"
         except Exception as raised:  # noqa: BLE001 - the student's Block, not the encoder, failed
             fails, error = True, f"{type(raised).__name__}: {raised}"
@@ -490,7 +490,7 @@ def _block_problem(i, block, layer):
                     "biases are stacked like the weights")
     if not _same_weights(block.attn.out, attn.out_proj):
         return f"{where}.attn.out does not hold the layer's self_attn.out_proj"
-    first, second = _linears(block)
+    first, second = feed_forward_linears(block)
     for mine, theirs, other, name in ((first, layer.linear1, layer.linear2, "linear1"),
                                       (second, layer.linear2, layer.linear1, "linear2")):
         if not _same_weights(mine, theirs):

@@ -5,10 +5,10 @@ the usual mistakes (and combinations of them) compute with the same weights."""
 import torch
 from torch import nn
 
-from grader.checks.block import PROJECTIONS, _linears, block_parts, inputs, mistake_key, mistakes
+from grader.checks.block import PROJECTIONS, block_parts, feed_forward_linears, inputs, mistake_key, mistakes
 
 
-def _attention_twin(parts, heads):
+def attention_twin(parts, heads):
     """nn.MultiheadAttention holding the q, k, v and out of `parts.attn`, in training mode with
     dropout 0, so that it takes the plain path and computes every position."""
     d_model = parts.attn.q.in_features
@@ -23,12 +23,12 @@ def _attention_twin(parts, heads):
 def reference_layer(parts, heads, norm_first=True):
     """nn.TransformerEncoderLayer holding the weights of a block's parts: batch-first, no dropout,
     eval mode; pre-norm unless norm_first=False."""
-    first, second = _linears(parts)
+    first, second = feed_forward_linears(parts)
     layer = nn.TransformerEncoderLayer(first.in_features, heads, first.out_features, dropout=0.0,
                                        batch_first=True, norm_first=norm_first,
                                        layer_norm_eps=parts.norm1.eps)
     with torch.no_grad():
-        layer.self_attn.load_state_dict(_attention_twin(parts, heads).state_dict())
+        layer.self_attn.load_state_dict(attention_twin(parts, heads).state_dict())
         layer.linear1.load_state_dict(first.state_dict())
         layer.linear2.load_state_dict(second.state_dict())
         layer.norm1.load_state_dict(parts.norm1.state_dict())
@@ -40,7 +40,7 @@ def variant(parts, twin, h, pad, first="pre", second="pre", mask="right", swappe
     """The block's function with the parts' weights, arranged as given: `twin` is its attention as
     nn.MultiheadAttention."""
     norm_a, norm_f = (parts.norm2, parts.norm1) if swapped else (parts.norm1, parts.norm2)
-    lin1, lin2 = _linears(parts)
+    lin1, lin2 = feed_forward_linears(parts)
     key_pad = {"right": pad, "ignored": None, "inverted": None if pad is None else ~pad}[mask]
 
     def attention(x):
@@ -71,10 +71,10 @@ def block_outputs(d_model, heads, d_ff, batch, seq, seed):
     """What Block's check compares with: the parts' own functions, the pre-norm layer on the padded
     and the unpadded batch and without a mask, and each combination of mistakes."""
     parts = block_parts(d_model, heads, d_ff, seed)
-    twin, layer = _attention_twin(parts, heads), reference_layer(parts, heads)
+    twin, layer = attention_twin(parts, heads), reference_layer(parts, heads)
     x, pad = inputs(batch, seq, d_model, seed, every_row_padded=True)
     x2, pad2 = inputs(batch, seq, d_model, seed, every_row_padded=False)
-    first, second = _linears(parts)
+    first, second = feed_forward_linears(parts)
     with torch.no_grad():
         return {"attention": twin(x, x, x, key_padding_mask=pad, need_weights=False)[0],
                 "feed forward": second(torch.relu(first(x))),
@@ -88,14 +88,14 @@ def block_function(d_model, heads, d_ff, batch, seq, seed):
     parts = block_parts(d_model, heads, d_ff, seed)
     x, pad = inputs(batch, seq, d_model, seed, every_row_padded=False)
     with torch.no_grad():
-        return variant(parts, _attention_twin(parts, heads), x, pad)
+        return variant(parts, attention_twin(parts, heads), x, pad)
 
 
 def post_norm_outputs(d_model, heads, d_ff, batch, seq, seed):
     """What PostNormBlock's check compares with: the post-norm layer and each combination of
     mistakes on both batches, and the layer without a mask."""
     parts = block_parts(d_model, heads, d_ff, seed)
-    twin, layer = _attention_twin(parts, heads), reference_layer(parts, heads, norm_first=False)
+    twin, layer = attention_twin(parts, heads), reference_layer(parts, heads, norm_first=False)
     results = {}
     with torch.no_grad():
         for every_row_padded in (True, False):

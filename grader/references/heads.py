@@ -8,13 +8,13 @@ import math
 import torch
 from torch import nn
 
-from grader.checks.heads import _ids, _random, load_fixed_projections
+from grader.checks.heads import load_fixed_projections, padded_ids, seeded_randn
 from ticketnet import PAD, UNK
 
 
 def padding_masks(lengths, seq, seed):
     """{name: (b, 1, 1, s) bool}: True at the PAD keys ("right"), and two slips."""
-    ids = _ids(lengths, seq, seed)
+    ids = padded_ids(lengths, seq, seed)
     pad = (ids == PAD)[:, None, None, :]
     return {"right": pad, "inverted": ~pad, "unknown words too": (ids <= UNK)[:, None, None, :]}
 
@@ -22,7 +22,7 @@ def padding_masks(lengths, seq, seed):
 def causal_masks(lengths, seq, seed):
     """{name: (b, 1, s, s) bool}: True where the key is a PAD or after the query ("right"), and
     what each usual slip gives."""
-    ids = _ids(lengths, seq, seed)
+    ids = padded_ids(lengths, seq, seed)
     b, s = ids.shape
     later = torch.ones(s, s, dtype=torch.bool).triu(1)  # key j after query i
     pad_keys = (ids == PAD)[:, None, None, :]
@@ -51,10 +51,10 @@ def _attention(projections, h, mask, heads, sources=("q", "k", "v"), scale=None,
 def multi_head(d_model, heads, lengths, seed):
     """{name: (b, s, d_model)} of attention over the check's tickets with the fixed weights: "right"
     (nn.MultiheadAttention holding them) and each usual mistake."""
-    ids = _ids(lengths, seed=seed)
+    ids = padded_ids(lengths, seed=seed)
     pad = ids == PAD
     mask = pad[:, None, None, :]
-    h = _random((*ids.shape, d_model), seed + 1)
+    h = seeded_randn((*ids.shape, d_model), seed + 1)
     projections = {name: nn.Linear(d_model, d_model) for name in ("q", "k", "v", "out")}
     load_fixed_projections(projections, seed)
     twin = nn.MultiheadAttention(d_model, heads, batch_first=True).train()  # dropout 0: the plain path

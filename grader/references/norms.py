@@ -4,7 +4,7 @@ a test 'norm' whose answer is known."""
 
 import torch
 
-from grader.checks.norms import AddBatchMean, _inputs, _known_batches
+from grader.checks.norms import AddBatchMean, known_batches, norm_inputs
 
 
 def _normalized(x, dims, eps, unbiased=False, eps_outside=False):
@@ -18,7 +18,7 @@ def _normalized(x, dims, eps, unbiased=False, eps_outside=False):
 
 def layer_norm_mistakes(shape, seed, eps):
     """[(output, message)] of each usual mistake on the inputs of `shape` and `seed`, in float64."""
-    x, weight, bias = (t.double() for t in _inputs(shape, seed))
+    x, weight, bias = (t.double() for t in norm_inputs(shape, seed))
     last = (x.dim() - 1,)
 
     def scaled(y):
@@ -63,7 +63,7 @@ def known_shifts(widths_differ, swap):
     """What query_shift should return for the test 'norm' AddBatchMean on the known batches, and
     what the usual slips return instead."""
     norm = AddBatchMean()
-    batch, other = _known_batches(widths_differ)
+    batch, other = known_batches(widths_differ)
     if swap:
         batch, other = other, batch
     with torch.no_grad():
@@ -84,13 +84,13 @@ def _rms(x, dims, eps, squares="mean", eps_outside=False):
 
 def rms_norm(shape, seed, eps):
     """The RMS norm of the inputs of `shape` and `seed`, in float64."""
-    x, weight, _ = (t.double() for t in _inputs(shape, seed))
+    x, weight, _ = (t.double() for t in norm_inputs(shape, seed))
     return x / _rms(x, (x.dim() - 1,), eps) * weight
 
 
 def rms_norm_mistakes(shape, seed, eps):
     """[(output, message)] of each usual mistake of rms_norm on the inputs, in float64."""
-    x, weight, _ = (t.double() for t in _inputs(shape, seed))
+    x, weight, _ = (t.double() for t in norm_inputs(shape, seed))
     last = (x.dim() - 1,)
     mean = x.mean(dim=-1, keepdim=True)
     variance = x.var(dim=-1, keepdim=True, correction=0)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from grader.checks.residuals import load_fixed_weights, rezero_alphas, _tokens
+from grader.checks.residuals import load_fixed_weights, rezero_alphas, seeded_tokens
 from ticketnet import attention
 
 
@@ -51,7 +51,7 @@ def _fixed_linears(shapes, seed):
 
 def feed_forward(d_model, d_ff, seed):
     """{name: output} on the check's tokens, with the fixed weights: "right" and each mistake."""
-    h = _tokens(3, 7, d_model, seed)
+    h = seeded_tokens(3, 7, d_model, seed)
     first, second = _fixed_linears([(d_model, d_ff), (d_ff, d_model)], seed)
     with torch.no_grad():
         hidden = first(h)
@@ -91,7 +91,7 @@ def _exact(forward, reference, h, linears, *args):
 def deep_stack(d_model, depth, seed, residual):
     """{name: output} of the stack with the fixed weights on the check's tokens: "right" in
     float64 with its tolerance "atol", and each mistake."""
-    h = _tokens(2, 10, d_model, seed)
+    h = seeded_tokens(2, 10, d_model, seed)
     linears = _fixed_linears([(d_model, d_model)] * depth, seed)
     with torch.no_grad():
         right, atol = _exact(_stack, _stack(h, linears, residual), h, linears, residual)
@@ -105,7 +105,7 @@ def deep_stack(d_model, depth, seed, residual):
 
 def rezero_at_start(d_model, depth, seed):
     """{name: output} of the usual mistakes of a ReZero stack whose alphas are all 0."""
-    h = _tokens(2, 10, d_model, seed)
+    h = seeded_tokens(2, 10, d_model, seed)
     linears = _fixed_linears([(d_model, d_model)] * depth, seed)
     with torch.no_grad():
         return {"no alpha": _stack(h, linears, True),
@@ -116,7 +116,7 @@ def rezero_at_start(d_model, depth, seed):
 def rezero(d_model, depth, seed):
     """{name: output} of the ReZero stack with the fixed weights and the check's alphas: "right"
     in float64 with its tolerance "atol", and each mistake."""
-    h = _tokens(2, 10, d_model, seed)
+    h = seeded_tokens(2, 10, d_model, seed)
     linears = _fixed_linears([(d_model, d_model)] * depth, seed)
     values = rezero_alphas(depth)
     with torch.no_grad():

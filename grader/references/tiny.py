@@ -4,13 +4,13 @@ the check's fixed weights computes, right and with the usual mistakes."""
 
 import torch
 
-from grader.checks.tiny import CASES, PAD, _case, encoder_inputs, encoder_mistakes, fixed_encoder_parts, mistake_key
-from grader.references.block import _attention_twin, variant
+from grader.checks.tiny import CASES, PAD, encoder_inputs, encoder_mistakes, fixed_encoder_parts, mistake_key, named_case
+from grader.references.block import attention_twin, variant
 
 
 def style_table(case, seed):
     """{style: (accuracy, tickets, right)} of a case, the styles sorted, then "all"."""
-    rows, predicted = _case(case, seed)
+    rows, predicted = named_case(case, seed)
     table = {}
     for row, team in zip(rows, predicted):
         right, n = table.get(row["style"], (0, 0))
@@ -34,7 +34,7 @@ def _encode(parts, ids, positions=True, mask=True, pool="mean", norm="before"):
     if positions:
         h = h + parts.position(torch.arange(ids.shape[1]))
     for block in parts.blocks:
-        h = variant(block, _attention_twin(block, block.heads), h, pad if mask else None)
+        h = variant(block, attention_twin(block, block.heads), h, pad if mask else None)
     if norm == "before":
         h = parts.norm(h)
     real = (~pad).unsqueeze(-1).float()
@@ -56,5 +56,5 @@ def encoder_outputs(vocab_size, dim, heads, blocks, ffn, max_tokens, classes, ba
         block = parts.blocks[0]
         mistakes = {mistake_key(combination): _encode(parts, ids, *combination) for combination in encoder_mistakes()}
         return {"first block input": first_input,
-                "first block output": variant(block, _attention_twin(block, heads), first_input, pad),
+                "first block output": variant(block, attention_twin(block, heads), first_input, pad),
                 "right": _encode(parts, ids), "mistakes": mistakes}
