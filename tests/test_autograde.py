@@ -201,6 +201,21 @@ def test_a_worker_course_copies_the_template_with_the_options(monkeypatch):
 
 
 
+def test_a_worker_stops_its_course_once_and_says_whether_it_has_one(monkeypatch):
+    closed = []
+
+    class Course:
+        def close(self):
+            closed.append(self)
+    course = Course()
+    monkeypatch.setattr(worker, "_course", course)
+    assert worker.running() is True
+    worker.stop()
+    assert closed == [course] and worker._course is None and worker.running() is False
+    worker.stop()  # nothing left to close
+    assert closed == [course]
+
+
 def test_a_worker_course_is_warm_or_fresh_sandboxed_or_not_as_asked(monkeypatch):
     made = []
     monkeypatch.setattr(grading, "GradingCourse", lambda **options: made.append(options) or "course")
