@@ -117,8 +117,8 @@ def ours(submissions, work, name, timeout, **options):
 
 def on_dask(submissions, work, name, timeout, workers):
     """`ours` on a Dask cluster of `workers` processes of one thread on this machine."""
-    from distributed import LocalCluster
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    from grader.cluster import local_cluster
+    with local_cluster(workers) as cluster:
         return ours(submissions, work, name, timeout, scheduler=cluster.scheduler_address)
 
 
@@ -129,9 +129,9 @@ def _nothing(i):
 def scheduler_seconds_per_task(workers, tasks=2000):
     """Seconds per task of a cluster of `workers` running tasks that do nothing: what Dask itself
     spends per notebook (scheduling, messages), measured, not assumed."""
-    from distributed import Client, LocalCluster
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    from distributed import Client
+    from grader.cluster import local_cluster
+    with local_cluster(workers) as cluster, Client(cluster) as client:
         client.gather(client.map(_nothing, range(100), pure=False))  # connections made, code shipped
         start = time.perf_counter()
         client.gather(client.map(_nothing, range(tasks), pure=False))

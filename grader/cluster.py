@@ -12,14 +12,16 @@ and grades one notebook at a time: start one worker per core, each with `--nthre
 """
 
 import asyncio
+import contextlib
 import io
+import os
 import tempfile
 import threading
 import zipfile
 from concurrent.futures import CancelledError
 from pathlib import Path
 
-from distributed import Client, WorkerPlugin, as_completed
+from distributed import Client, LocalCluster, WorkerPlugin, as_completed
 from distributed.client import FutureCancelledError
 from distributed.scheduler import KilledWorker
 
@@ -66,6 +68,21 @@ class CourseOnWorker(WorkerPlugin):
         grading_worker.stop()
         if hasattr(self, "folder"):
             self.folder.cleanup()
+
+
+@contextlib.contextmanager
+def local_cluster(workers):
+    """A Dask cluster of `workers` processes of one thread on this machine, as an instructor's
+    cluster would be. Dask's nanny writes its settings for the workers it starts into this
+    process's environment (MKL_NUM_THREADS=1, PYTHONHASHSEED, ...) and leaves them there; they are
+    taken out again, so that what runs here afterwards keeps its own threads."""
+    saved = dict(os.environ)
+    try:
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+            yield cluster
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def _version_options(options):

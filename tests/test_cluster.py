@@ -107,11 +107,14 @@ def _after_results(out, count, action):
 
 @pytest.mark.nbgrader
 def test_a_local_cluster_grades_the_class_as_one_machine_does(hand_in, on_one_machine, tmp_path):
-    from distributed import LocalCluster
+    from grader.cluster import local_cluster
     out = tmp_path / "graded"
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+    before = dict(os.environ)
+    with local_cluster(2) as local:
         _grade(hand_in, out, scheduler=local.scheduler_address)
     assert _grades(out) == on_one_machine
+    # Dask's nanny set MKL_NUM_THREADS=1 here, which gave a later test's kernel one thread
+    assert dict(os.environ) == before
 
 
 @pytest.mark.nbgrader
