@@ -16,6 +16,11 @@ def module_name(path, root):
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def grader_modules(root=ROOT):
+    """module name -> file, for every module of grader/ under `root`."""
+    return {module_name(path, root): path for path in sorted((root / "grader").rglob("*.py"))}
+
+
 def imports(path, known):
     """The modules of `known` that the file at `path` imports, anywhere in it."""
     found = set()
@@ -33,7 +38,7 @@ def imports(path, known):
 
 
 def import_graph(root=ROOT):
-    paths = {module_name(path, root): path for path in sorted((root / "grader").rglob("*.py"))}
+    paths = grader_modules(root)
     return {name: imports(path, paths) - {name} for name, path in paths.items()}
 
 
@@ -62,7 +67,7 @@ def a_cycle(graph):
 def private_names_across(root=ROOT):
     """Each use, in one module of grader/, of a private name (`_x`) of another: `from grader.m import
     _x`, or `m._x` where m names a grader module; as "user: grader.m._x"."""
-    paths = {module_name(path, root): path for path in sorted((root / "grader").rglob("*.py"))}
+    paths = grader_modules(root)
     found = []
     for user, path in paths.items():
         tree, modules = ast.parse(path.read_text(), str(path)), {}
