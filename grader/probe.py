@@ -31,11 +31,14 @@ goes to the kernel, where the student's code could rewrite its count: the kernel
 (`CallLine`, a Unix socket in the exchange folder), and the judge's own object answers and counts
 each call.
 
-The random state travels with each call (the judge's torch generator is set in the kernel before
-the call and read back after it), so a check that seeds torch and then builds the student's layer
-sees the same numbers as in the notebook. Arguments the student's code may change in place
-(tensors, generators, dicts, lists, the check's own modules and stand-ins) come back and are
-updated in the judge.
+The judge's torch random state goes to the kernel with each call, so a check that seeds torch and
+then builds the student's layer sees the same layer as in the notebook. It never comes back: the
+student's code could set it, and choose what the check draws next. The judge moves its own on
+after each call instead, so numbers that code draws without a seed differ from the notebook's
+(in a wrong answer's message) but still differ from one call to the next. Nor does the state of
+a generator passed as an argument come back. Arguments the student's code may change in place
+(tensors, dicts, lists, the check's own modules and stand-ins) come back and are updated in the
+judge.
 """
 
 import builtins
@@ -285,7 +288,6 @@ def answer(path):
                 finally:
                     response["refused"] = len(used)
                     response["captured"] = captured
-                    response["rng"] = torch.get_rng_state()
                     response["args"] = [_encode(a) for a in args]
                     response["kwargs"] = {k: _encode(v) for k, v in kwargs.items()}
                     if isinstance(target, nn.Module):  # what its forward did to its weights and modes
@@ -518,8 +520,10 @@ class Link:
         response = self.request(op="call", target=target._handle, method=method, args=outgoing,
                                 kwargs=outgoing_kwargs, rng=torch.get_rng_state(), sync=sync,
                                 refuse=refused, capture=list(watched))
-        if "rng" in response:
-            torch.set_rng_state(response["rng"])
+        # The kernel's random state is not taken back: the student's code could set it, and choose
+        # what the check draws next. The judge moves its own on, from its own stream, so that the
+        # next call draws other numbers, as it would in the notebook (unseeded code shows so).
+        torch.manual_seed(int(torch.randint(2**62, ())))
         if response.get("refused"):
             for _, used in checks.REFUSED:
                 used.append(True)
@@ -542,8 +546,6 @@ class Link:
             if theirs.shape == mine.shape and theirs.dtype == mine.dtype and not torch.equal(theirs, mine):
                 with torch.no_grad():
                     mine.copy_(theirs)
-        elif isinstance(mine, torch.Generator) and isinstance(theirs, dict) and "__generator__" in theirs:
-            mine.set_state(theirs["__generator__"])
         elif isinstance(mine, nn.Module) and isinstance(theirs, dict) and "__module__" in theirs:
             _load_description(mine, theirs, self)
         elif isinstance(mine, dict) and isinstance(theirs, dict) and "__dict__" in theirs:

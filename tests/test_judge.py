@@ -9,6 +9,7 @@ in a kernel, with only plain data coming back.
 
 import os
 import pickle
+import re
 
 import nbformat
 import pytest
@@ -59,6 +60,16 @@ def kernel(tmp_path_factory):
 
 # --- the catalogue, judged --------------------------------------------------------------------
 
+# Wrong answers that draw from torch's global generator without a seed. The judge does not take the
+# kernel's random state back (issue 41, finding 6), so the numbers in their messages are the judge's
+# draws, not the notebook's; the words are the same.
+UNSEEDED = {"first_layer_gradient: no seed", "ReZeroStack: the alphas start random"}
+
+
+def _numbers_blanked(error):
+    return error and (error[0], re.sub(r"-?\d[\d.e+-]*", "#", error[1]))
+
+
 @pytest.mark.parametrize("section", SECTIONS)
 def test_the_judge_gives_every_catalogue_entry_the_notebooks_verdict_and_message(section):
     notebook = nbformat.read(solution_notebook(section), as_version=4)
@@ -85,7 +96,9 @@ def test_the_judge_gives_every_catalogue_entry_the_notebooks_verdict_and_message
                 assert not missing, f"{what}: the judge's message lacks {missing}: {verdict['error']}"
             else:
                 assert verdict["passed"], f"the judge refuses a right answer, {what}: {verdict['error']}"
-            if verdict["error"] != in_notebook:
+            if what in UNSEEDED and verdict["error"] != in_notebook:
+                assert _numbers_blanked(verdict["error"]) == _numbers_blanked(in_notebook), what
+            elif verdict["error"] != in_notebook:
                 differ.append(f"{what}\n  notebook: {in_notebook}\n  judge:    {verdict['error']}")
         assert not differ, "\n".join(differ)
     finally:
@@ -98,25 +111,37 @@ def _define(kernel, code):
     assert kernel.execute(code) is None
 
 
-def test_a_check_sees_the_random_numbers_it_would_see_in_one_process(kernel):
-    _define(kernel, "import torch\ndef noise(n):\n    return torch.rand(n)")
+def test_the_students_code_draws_from_the_judges_random_state_and_cannot_set_it(kernel):
+    """Issue 41, finding 6: the judge took torch's random state back from the kernel after each
+    call, so code that ends with torch.manual_seed(k) chose every number the check drew next. The
+    kernel still draws from the judge's state; the judge's own stream goes on from its own,
+    whatever the student's code did to the kernel's."""
+    _define(kernel, "import torch\ndef noise(n):\n    return torch.rand(n)\n"
+                    "def sly(n):\n    out = torch.rand(n)\n    torch.manual_seed(0)\n    return out")
+    def run(name):
+        torch.manual_seed(5)
+        remote = kernel.link.name(name)
+        return remote(3), remote(3), torch.rand(2)
     torch.manual_seed(5)
-    here = torch.rand(3), torch.rand(2)
-    torch.manual_seed(5)
-    remote = kernel.link.name("noise")
-    there = remote(3), torch.rand(2)  # the judge's own draw follows the kernel's
-    assert torch.equal(here[0], there[0]) and torch.equal(here[1], there[1])
+    here = torch.rand(3)
+    first, second, after = run("noise")
+    assert torch.equal(first, here)  # the student's code drew from the judge's seed
+    assert not torch.equal(first, second)  # and a second call drew other numbers
+    assert all(torch.equal(a, b) for a, b in zip((first, second, after), run("noise")))  # deterministic
+    sly_first, sly_second, sly_after = run("sly")
+    assert torch.equal(sly_first, first) and torch.equal(sly_after, after)
+    torch.manual_seed(0)
+    assert not torch.equal(sly_after, torch.rand(2))
 
 
 def test_what_the_students_code_does_to_its_arguments_comes_back(kernel):
-    _define(kernel, "import torch\n\ndef meddle(x, g, d, l):\n    x.add_(1); torch.rand(2, generator=g); d['new'] = 1; "
+    _define(kernel, "import torch\n\ndef meddle(x, g, d, l):\n    x.add_(1); g.manual_seed(7); d['new'] = 1; "
                     "l.append(2)\n    return None")
     x, g, d, lst = torch.zeros(3), torch.Generator().manual_seed(1), {"old": 0}, [1]
-    twin = torch.Generator().manual_seed(1)
-    torch.rand(2, generator=twin)
+    kept = g.get_state()
     kernel.link.name("meddle")(x, g, d, lst)
-    assert torch.equal(x, torch.ones(3)) and torch.equal(g.get_state(), twin.get_state())
-    assert d == {"old": 0, "new": 1} and lst == [1, 2]
+    assert torch.equal(x, torch.ones(3)) and d == {"old": 0, "new": 1} and lst == [1, 2]
+    assert torch.equal(g.get_state(), kept)  # a generator's state is not the student's to set
 
 
 def test_a_counted_stand_in_is_answered_and_counted_by_the_judge_alone(kernel):

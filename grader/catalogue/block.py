@@ -125,6 +125,9 @@ WRONG = [
     # ---- to_reference ---------------------------------------------------------------------------
     Wrong("to_reference", "norm_first=False (post-norm)", to_ref(norm_first="False"),
           ("norm_first=True", "post-norm")),
+    Wrong("to_reference", "the feed-forward's layers read by one FeedForward's names (ffn.net[0])",
+          to_ref().replace("block.ffn.up, block.ffn.down", "block.ffn.net[0], block.ffn.net[2]"),
+          ("AttributeError looking for `.net`", "by their shapes, not by their names")),
     Wrong("to_reference", "q, k, v stacked as k, q, v", to_ref(order="kqv"), ("order k, q, v", "stack q, k, v")),
     Wrong("to_reference", "q, k, v stacked as v, k, q", to_ref(order="vkq"), ("order v, k, q",)),
     Wrong("to_reference", "in_proj_bias left at zero", to_ref(drop="in_proj_bias"), ("in_proj_bias", "zeros")),

@@ -40,7 +40,7 @@ def _sinusoid(even="sin", odd="cos", steps="torch.arange(0, d, 2) / d", base="10
 WRONG = [
     Wrong("LearnedPositions", "positions indexed by token id (the values of h)",
           _learned("return h + self.table(h.long())"),
-          expect=("torch.arange", "not the values of h")),
+          expect=("positions 0 to s - 1", "not the values of h")),
     Wrong("LearnedPositions", "forward written for token ids, returns their embedding",
           '''
 class LearnedPositions(nn.Module):
@@ -50,7 +50,7 @@ class LearnedPositions(nn.Module):
 
     def forward(self, ids):
         return self.table(ids)
-''', expect=("raised", "torch.arange")),
+''', expect=("raised", "positions 0 to s - 1")),
     Wrong("LearnedPositions", "position vectors sliced but not added (returned alone, no batch)",
           _learned("return self.table.weight[:s]"),
           expect=("alone", "add them to h")),

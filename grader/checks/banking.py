@@ -84,16 +84,16 @@ def check_shuffle_tokens(shuffle_tokens, lengths=(9, 6, 12, 3, 7, 12, 5, 10), s=
         row = int(((out == PAD) != pad).any(1).nonzero()[0])
         raise AssertionError(
             f"pads moved: row {row} has {int(lengths[row])} real tokens then pads, and after the shuffle "
-            f"it reads {out[row].tolist()}. Shuffle only the first n positions of each row, n = its "
-            "number of real tokens (row != PAD).sum(), not all the columns (torch.randperm(ids.shape[1])) "
-            "nor one length for every row.")
+            f"it reads {out[row].tolist()}. Shuffle only the first n positions of each row, n being "
+            "that row's own number of real tokens: not all the columns, nor one length for every row.")
     expect(not torch.equal(out, original),
-           "shuffle_tokens returned the queries unchanged: no token moved. Reorder the real tokens "
-           "of each row with torch.randperm(n, generator=generator).")
+           "shuffle_tokens returned the queries unchanged: no token moved. Is the reordered row "
+           "written into the tensor you return?")
     again = _shuffle(shuffle_tokens, original.clone(), seed, salt=1)
     expect(torch.equal(again, out),
            "shuffle_tokens gave two different results for two generators seeded alike: the order "
-           "does not come from `generator`. Pass it on: torch.randperm(n, generator=generator).")
+           "does not come from `generator` (the global random state drew it). Pass `generator` to "
+           "the draw.")
 
     long_rows = [row for row, n in enumerate(lengths) if n >= 3]
     moved = sum(not same for row, same in enumerate(_same_rows(out, original)) if row in long_rows)
@@ -109,10 +109,10 @@ def check_shuffle_tokens(shuffle_tokens, lengths=(9, 6, 12, 3, 7, 12, 5, 10), s=
         raise AssertionError(
             "shuffle_tokens reverses every query, whatever the seed. A reversal is one fixed order: "
             "it keeps each pair of neighbours together and the model sees the same query every time. "
-            "The probe needs a random order: torch.randperm(n, generator=generator) per row.")
+            "The probe needs a random order, drawn from `generator` for each row.")
     expect(any(not torch.equal(o, out) for o in others),
            "four different seeds gave the same order: the shuffle does not depend on the generator's "
-           "seed. Draw each row's order with torch.randperm(n, generator=generator).")
+           "seed. Draw each row's order from `generator`, the one argument that carries the seed.")
 
     # Each row is shuffled over its own length: in a long row the last real token moves for some
     # seed (a random order leaves it in place for all four seeds with probability (1/n)^4).
@@ -284,8 +284,8 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
             gap = (added[real] - right[real]).abs().max().item()
             raise AssertionError(
                 f"the vectors added to the token embeddings before the first block differ from "
-                f"sin/cos(p / 10000^(2i/d)) by up to {gap:.3g}: even columns sin, odd columns cos, "
-                "angle p / 10000 ** (torch.arange(0, d, 2) / d), added unscaled to the embeddings.")
+                f"sin/cos(p / 10000^(2i/d)) by up to {gap:.3g}: even columns sin, odd columns cos of "
+                "the same angle, added unscaled to the embeddings.")
 
     # Order: a query and its tokens shuffled give different scores (not so without positions).
     n = min(10, vocab_size - 2)

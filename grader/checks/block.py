@@ -36,6 +36,7 @@ student's numbers.
 """
 
 import itertools
+import re
 
 import torch
 from torch import nn
@@ -407,7 +408,22 @@ def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, see
     kept = {name: value.clone() for name, value in source.state_dict().items()}
     x, pad = inputs(batch, seq, d_model, seed, every_row_padded=False)
     want = references.expected("block", "block_function", d_model, heads, d_ff, batch, seq, seed)
-    layer = call(to_reference, source)
+    try:
+        layer = call(to_reference, source)
+    except AssertionError as error:
+        cause = error.__cause__  # a part of the student's own layout, looked for in the check's block?
+        if not (isinstance(cause, (AttributeError, IndexError, KeyError))
+                or isinstance(cause, TypeError) and "subscriptable" in str(cause)):
+            raise
+        missing = re.search(r"has no attribute '(\w+)'", str(cause))
+        looked_for = f" looking for `.{missing[1]}`" if missing else ""
+        raise AssertionError(
+            f"to_reference raised {type(cause).__name__}{looked_for} on a block that "
+            "the check built from its own parts: norm1, attn (q, k, v, out and heads), norm2, and an "
+            "ffn holding its two nn.Linear under other names than your FeedForward's, perhaps. That is "
+            "what the grader does too: it builds your block with the course's own FeedForward. Your "
+            "layout is yours to choose, so to_reference must not depend on it: as the task says, tell "
+            "the feed-forward's two nn.Linear apart by their shapes, not by their names.") from None
     expect(isinstance(layer, nn.TransformerEncoderLayer),
            f"to_reference should return an nn.TransformerEncoderLayer, got {type(layer).__name__}")
     expect(layer.norm_first, "the layer has norm_first=False, PyTorch's default: that is the "

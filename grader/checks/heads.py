@@ -111,8 +111,9 @@ def merge_heads(merge_heads, batch=2, seq=6, heads=4, dh=16, seed=0, contiguous=
                 "rows 0, 1, ... instead of row 0 of every head. You reshaped (b, heads, s, dh) straight "
                 "to (b, s, d); `transpose(1, 2)` first, so the heads come after the tokens, then reshape.")
         raise AssertionError(f"merge_heads is not the inverse of split_heads: features i*{dh} to "
-                             f"(i+1)*{dh} - 1 of token t must be row t of head i. "
-                             "Use x.transpose(1, 2).reshape(b, s, heads * dh).")
+                             f"(i+1)*{dh} - 1 of token t must be row t of head i. Undo the split's two "
+                             "steps in the opposite order: tokens in front of the heads again, then one "
+                             "row per token.")
     passed()
 
 
@@ -141,11 +142,11 @@ def key_padding_mask(key_padding_mask, lengths=(5, 2, 7), seq=None, seed=0):
             why = ""
         raise AssertionError(f"key_padding_mask(ids) on ids of shape {(b, s)} returned shape {shape}, "
                              f"expected {(b, 1, 1, s)} = (b, 1, 1, s) so that it broadcasts over the heads "
-                             f"and the query positions. {why}Insert two size-1 dimensions: "
-                             "(ids == PAD)[:, None, None, :].")
+                             f"and the query positions. {why}The mask needs a size-1 dimension for the "
+                             "heads and one for the queries, both between the batch and the keys.")
     expect(out.dtype == torch.bool,
            f"key_padding_mask returned dtype {out.dtype}; the mask must be bool (True at PAD): "
-           "ticketnet.attention and masked_fill refuse other dtypes. Use ids == PAD.")
+           "ticketnet.attention and masked_fill refuse other dtypes. A comparison gives bools.")
     pad = masks["right"]
     if not torch.equal(out, pad):
         if torch.equal(out, masks["inverted"]):

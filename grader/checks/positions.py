@@ -50,8 +50,8 @@ def _forward(module, h, max_len):
             f"LearnedPositions({max_len}, {h.shape[2]}) raised {type(error).__name__} ({error}) on "
             f"h of shape {tuple(h.shape)}, a sequence of {s} tokens that the table of {max_len} rows "
             "holds. forward receives the token vectors h (batch, s, d_model) as floats: look up the "
-            "rows of the positions torch.arange(s) with s = h.shape[1], not the values of h (they "
-            "are not token ids) nor another dimension, and add them to h.") from error
+            "table's rows for positions 0 to s - 1, s being h's sequence length, not the values of h "
+            "(they are not token ids) nor another dimension's size, and add them to h.") from error
 
 
 def _find_table(module, max_len, d_model):
@@ -288,10 +288,11 @@ def check_mean_pool(mean_pool, lengths=(6, 3, 1, 4), s=6, d=8, left=(3,), seed=0
                                  "included: average only the real tokens (where pad is False).")
         if torch.allclose(out, pools["divided by s"], atol=1e-5):
             raise AssertionError("mean_pool summed the real tokens but divided by the padded length "
-                                 f"s = {s}: divide each row by its number of real tokens, (~pad).sum(1).")
+                                 f"s = {s}: divide each row by its own number of real tokens, which "
+                                 "the mask can count.")
         if torch.allclose(out, pools["sum"], atol=1e-5):
             raise AssertionError("mean_pool returned the sum of the real tokens: divide each row by "
-                                 "its number of real tokens, (~pad).sum(1).")
+                                 "its own number of real tokens, which the mask can count.")
         rows = pad.any(1)  # a row without pads has no mean of pads to compare
         if torch.allclose(out[rows], pools["pads"][rows], atol=1e-5, equal_nan=True):
             raise AssertionError("mean_pool averaged the pads and left out the real tokens: pad is "

@@ -352,8 +352,8 @@ def _alphas(module, linears, what, depth):
     alphas = [p for p in module.parameters() if id(p) not in inside]
     expect(len(alphas) in (1, depth) and all(p.numel() == depth // len(alphas) for p in alphas),
            f"{what} holds its {depth} alphas as parameters of shapes {[tuple(p.shape) for p in alphas]}; "
-           f"hold them as one nn.Parameter(torch.zeros({depth})), or as an nn.ParameterList of {depth} "
-           "scalars, one per block.")
+           f"hold them as one parameter of {depth} numbers, or as {depth} parameters of one number each "
+           "(an nn.ParameterList), one per block.")
     return alphas
 
 

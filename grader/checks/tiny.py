@@ -244,8 +244,8 @@ def choose_and_test(choose_and_test, case="visible"):
         if valid.get(chosen) == worst:
             hint = " That is the LOWEST validation accuracy: use max, not min."
         elif chosen == max(valid):
-            hint = (" That name comes last in the alphabet: max(valid_accuracy) compares the names; "
-                    "compare the accuracies with max(valid_accuracy, key=valid_accuracy.get).")
+            hint = (" That name comes last in the alphabet: max over a dict compares its keys, the "
+                    "names; it must compare their accuracies (max's `key` argument).")
         else:
             hint = ""
         raise AssertionError(f"you chose {chosen!r} (validation accuracy {valid.get(chosen)}), but the "
