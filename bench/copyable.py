@@ -1,0 +1,114 @@
+"""How much of each graded answer a student could copy from the release notebook around it.
+
+For every answer cell of the solutions, the share of the answer's token 6-grams that also occur in
+the release notebook of its section outside the answer cells: in its code cells, and in the code
+of its markdown (`inline` spans and fenced blocks). Before comparing, every name that the code
+chooses for itself (variables, parameters, functions) becomes `_`, so renaming `h` to `x` hides
+nothing; keywords, builtins, attributes after a dot and the names of the libraries stay.
+Issue 44's targets: at most 15% over all the answers, and no answer at 40% or more
+(tests/test_notebooks.py).
+
+    python bench/copyable.py
+"""
+
+import builtins
+import io
+import keyword
+import re
+import sys
+import tokenize
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from grader.course import SECTIONS, release_notebook, solution_notebook  # noqa: E402
+
+N = 6
+TOTAL_TARGET, TASK_LIMIT = 0.15, 0.40
+LIBRARIES = {"torch", "nn", "F", "math", "pd", "np", "plt", "ticketnet", "PAD", "UNK", "TEAMS"}
+KEPT = set(dir(builtins)) | LIBRARIES
+SKIPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+           tokenize.ENDMARKER, tokenize.STRING, tokenize.ENCODING}
+ANSWER = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
+CODE_IN_MARKDOWN = re.compile(r"```[a-z]*\n(.*?)```|`([^`\n]+)`", re.S)
+
+
+def tokens(code):
+    """The code's tokens with its own names as `_`; strings and comments left out."""
+    out, after_dot = [], False
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type in SKIPPED:
+                continue
+            text = token.string
+            if token.type == tokenize.NAME and not keyword.iskeyword(text) and not after_dot and text not in KEPT:
+                text = "_"
+            out.append(text)
+            after_dot = text == "."
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass  # a fragment in a markdown span: keep the tokens read so far
+    return out
+
+
+def grams(sequence):
+    return [tuple(sequence[i:i + N]) for i in range(len(sequence) - N + 1)]
+
+
+def _grade_id(cell):
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def release_grams(cells):
+    """Every 6-gram of a release's code outside the answer cells, and of its markdown's code."""
+    found = set()
+    for cell in cells:
+        nbgrader = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and not (nbgrader.get("solution") and not nbgrader.get("grade")):
+            found.update(grams(tokens(cell.source)))
+        elif cell.cell_type == "markdown":
+            for block, span in CODE_IN_MARKDOWN.findall(cell.source):
+                found.update(grams(tokens(block or span)))
+    return found
+
+
+def shares(solution_cells, release_cells):
+    """{grade_id: (answer 6-grams found in the release, answer 6-grams)} of the solution's answers."""
+    shown = release_grams(release_cells)
+    result = {}
+    for cell in solution_cells:
+        answer = "\n".join(ANSWER.findall(cell.source)) if cell.cell_type == "code" else ""
+        if answer:
+            answer_grams = grams(tokens(_dedented(answer)))
+            result[_grade_id(cell)] = (sum(g in shown for g in answer_grams), len(answer_grams))
+    return result
+
+
+def course_shares():
+    """{(section, grade_id): (shown, total)} over the course's solutions and release."""
+    return {(section, grade_id): counts for section in SECTIONS for grade_id, counts in shares(
+        nbformat.read(solution_notebook(section), as_version=4).cells,
+        nbformat.read(release_notebook(section), as_version=4).cells).items()}
+
+
+def _dedented(code):
+    """An answer cut out of a class or function body, made to parse on its own."""
+    lines = code.splitlines()
+    indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
+    return "\n".join(line[indent:] for line in lines) + "\n"
+
+
+def main():
+    rows = [(section, grade_id, copied, size) for (section, grade_id), (copied, size) in course_shares().items()]
+    found, total = sum(row[2] for row in rows), sum(row[3] for row in rows)
+    print(f"{'section':20} {'task':24} {'6-grams':>8} {'shown':>6} {'share':>6}")
+    for section, grade_id, copied, size in sorted(rows, key=lambda row: -row[2] / max(row[3], 1)):
+        flag = "  at or over the limit" if size and copied / size >= TASK_LIMIT else ""
+        print(f"{section:20} {grade_id:24} {size:8} {copied:6} {copied / max(size, 1):6.0%}{flag}")
+    print(f"all answers: {found} of {total} 6-grams shown, {found / total:.0%} "
+          f"(targets: at most {TOTAL_TARGET:.0%} in all, under {TASK_LIMIT:.0%} per task)")
+
+
+if __name__ == "__main__":
+    main()
