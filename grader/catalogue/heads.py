@@ -117,6 +117,10 @@ def key_padding_mask(ids):
 def key_padding_mask(ids):
     return ids == PAD
 ''', expect=("(b, 1, 1, s)", "query positions")),
+    Wrong("key_padding_mask", "eq_ overwrites the caller's ids with the mask", '''\
+def key_padding_mask(ids):
+    return ids.eq_(PAD).bool()[:, None, None, :]
+''', expect=("changed the ids it was given", "in place")),
     Wrong("key_padding_mask", "float instead of bool", '''\
 def key_padding_mask(ids):
     return (ids == PAD).float()[:, None, None, :]
@@ -408,6 +412,12 @@ def _causal(body):
 
 
 WRONG += [
+    Wrong("causal_mask", "eq_ overwrites the caller's ids with the pads", '''\
+def causal_mask(ids):
+    s = ids.shape[1]
+    later = torch.ones(s, s, dtype=torch.bool).triu(1)
+    return ids.eq_(PAD).bool()[:, None, None, :] | later
+''', expect=("changed the ids it was given", "in place")),
     Wrong("causal_mask", "the diagonal blocked too", _causal(
         "    return torch.ones(s, s, dtype=torch.bool).triu(0) | (ids == PAD)[:, None, None, :]"),
         expect=("diagonal", "read itself", "nan")),

@@ -121,6 +121,10 @@ def merge_heads(merge_heads, batch=2, seq=6, heads=4, dh=16, seed=0, contiguous=
 # key_padding_mask
 # ---------------------------------------------------------------------------------------------
 
+_CHANGED_IDS = ("{} changed the ids it was given: an operation ending in `_` (such as eq_) works in "
+                "place and overwrote the caller's tokens. Build the mask as a new tensor.")
+
+
 @task
 def key_padding_mask(key_padding_mask, lengths=(5, 2, 7), seq=None, seed=0):
     """token ids (b, s) -> bool (b, 1, 1, s), True exactly at the PAD keys."""
@@ -128,7 +132,9 @@ def key_padding_mask(key_padding_mask, lengths=(5, 2, 7), seq=None, seed=0):
     ids = padded_ids(lengths, seq, seed)
     b, s = ids.shape
     masks = references.expected("heads", "padding_masks", lengths, seq, seed)
-    out = call(key_padding_mask, ids.clone())
+    kept = ids.clone()
+    out = call(key_padding_mask, ids)
+    expect(torch.equal(ids, kept), _CHANGED_IDS.format("key_padding_mask"))
     expect(isinstance(out, torch.Tensor), f"key_padding_mask should return a tensor, got {type(out).__name__}")
     shape = tuple(out.shape)
     if shape != (b, 1, 1, s):
@@ -180,7 +186,9 @@ def causal_mask(causal_mask, lengths=(5, 2, 7), seq=None, seed=0):
     ids = padded_ids(lengths, seq, seed)
     b, s = ids.shape
     masks = references.expected("heads", "causal_masks", lengths, seq, seed)
-    out = call(causal_mask, ids.clone())
+    kept = ids.clone()
+    out = call(causal_mask, ids)
+    expect(torch.equal(ids, kept), _CHANGED_IDS.format("causal_mask"))
     expect(isinstance(out, torch.Tensor), f"causal_mask should return a tensor, got {type(out).__name__}")
     shape = tuple(out.shape)
     if shape != (b, 1, s, s):

@@ -171,14 +171,18 @@ class AddBatchMean(nn.Module):
 
 
 def _shift(query_shift, norm, batch, other):
+    kept = batch.clone(), other.clone()
     try:
-        result = call(query_shift, norm, batch.clone(), other.clone())
+        result = call(query_shift, norm, batch, other)
     except AssertionError as error:
         if "must match the size" in str(error) and batch.shape[1] != other.shape[1]:
             raise AssertionError(f"{error}\nHere `batch` has {batch.shape[1]} positions and `other` "
                                  f"{other.shape[1]} (more padding): compare row 0 over the positions "
                                  "both have, the first min(s, s') of them.") from None
         raise
+    expect(torch.equal(batch, kept[0]) and torch.equal(other, kept[1]),
+           "query_shift changed the batches it was given (an in-place operation on `batch` or "
+           "`other`): it should only read them.")
     expect(not isinstance(result, torch.Tensor),
            "query_shift returned a tensor; return a Python float, e.g. with `.item()`.")
     expect(isinstance(result, float) and not isinstance(result, bool),

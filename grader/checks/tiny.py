@@ -105,8 +105,11 @@ def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
     predicted = torch.tensor([TEAMS.index(t) for t in names]) if as_tensor else list(names)
     given = "a tensor of class ids" if as_tensor else "a list of team names"
     snapshot = [dict(r) for r in rows]
-    table = call(style_accuracy, rows, predicted.clone() if as_tensor else list(predicted))
+    kept = predicted.clone() if as_tensor else list(predicted)
+    table = call(style_accuracy, rows, predicted)
     expect(rows == snapshot, "style_accuracy changed the rows it was given; build a new table instead")
+    expect(torch.equal(predicted, kept) if as_tensor else predicted == kept,
+           "style_accuracy changed the predictions it was given; read them, build a new table")
     want = references.expected("tiny", "style_table", case, seed)
     styles = [s for s in want if s != "all"]
 
