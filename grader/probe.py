@@ -284,7 +284,10 @@ def answer(path):
                 used, captured = [], {}
                 try:
                     with checks.refuse(request.get("refuse", ()), used), _capture(target, request.get("capture", ()), captured):
-                        result = function(*args, **kwargs)
+                        if request.get("gradient_free"):
+                            result = checks.gradient_free(target, function, *args)
+                        else:
+                            result = function(*args, **kwargs)
                 finally:
                     response["refused"] = len(used)
                     response["captured"] = captured
@@ -495,7 +498,9 @@ class Link:
             raise _exception(response["error"])
         return self.decode(response["value"])
 
-    def call(self, target, method, args, kwargs):
+    def call(self, target, method, args, kwargs, gradient_free=False):
+        """`target.method(*args, **kwargs)` run in the kernel; with `gradient_free`, the names of the
+        target's parameters that get no gradient from that output (grader.checks.gradient_free)."""
         sync, lines = {}, []
 
         def outgoing_of(value):
@@ -504,13 +509,18 @@ class Link:
                 return CallLine(str(self.exchange.path / lines[-1].name))
             return _outgoing(value, sync)
         try:
-            return self._call(target, method, [outgoing_of(a) for a in args],
-                              {k: outgoing_of(v) for k, v in kwargs.items()}, args, kwargs, sync)
+            value = self._call(target, method, [outgoing_of(a) for a in args],
+                               {k: outgoing_of(v) for k, v in kwargs.items()}, args, kwargs, sync, gradient_free)
         finally:
             for line in lines:
                 line.close()
+        if not gradient_free:
+            return value
+        if type(value) is not list:
+            raise NotPlainData("the kernel's list of parameters without a gradient is not a list")
+        return [_python_name(name, "a parameter", qualified=True) for name in value]
 
-    def _call(self, target, method, outgoing, outgoing_kwargs, args, kwargs, sync):
+    def _call(self, target, method, outgoing, outgoing_kwargs, args, kwargs, sync, gradient_free):
         watched = {}
         if isinstance(target, RemoteModule):
             sync[target._handle] = target._state()
@@ -519,7 +529,7 @@ class Link:
         refused = [path for paths, _ in checks.REFUSED for path in paths]
         response = self.request(op="call", target=target._handle, method=method, args=outgoing,
                                 kwargs=outgoing_kwargs, rng=torch.get_rng_state(), sync=sync,
-                                refuse=refused, capture=list(watched))
+                                refuse=refused, capture=list(watched), gradient_free=gradient_free)
         # The kernel's random state is not taken back: the student's code could set it, and choose
         # what the check draws next. The judge moves its own on, from its own stream, so that the
         # next call draws other numbers, as it would in the notebook (unseeded code shows so).
@@ -779,6 +789,11 @@ class RemoteModule(nn.Module):
 
     def __call__(self, *args, **kwargs):  # the student's __call__ (hooks and all), not the judge's
         return self._link.call(self, None, args, kwargs)
+
+    def gradient_free(self, *args):
+        """grader.checks.gradient_free of the student's module on `args`, run in the kernel, where
+        its forward and the graph that backward follows are."""
+        return self._link.call(self, None, args, {}, gradient_free=True)
 
 
 def _python_name(name, what, qualified=False):

@@ -38,6 +38,9 @@ def _sinusoid(even="sin", odd="cos", steps="torch.arange(0, d, 2) / d", base="10
 
 
 WRONG = [
+    Wrong("LearnedPositions", "the table read detached: it never learns",
+          _learned("return h + self.table.weight.detach()[:s]"),
+          expect=("table.weight", "no gradient", "detached")),
     Wrong("LearnedPositions", "positions indexed by token id (the values of h)",
           _learned("return h + self.table(h.long())"),
           expect=("positions 0 to s - 1", "not the values of h")),

@@ -23,6 +23,8 @@ def _ffn(body, up="d_model, d_ff", down="d_ff, d_model"):
 
 
 WRONG = [
+    Wrong("FeedForward", "the first layer's output detached: it cannot train",
+          _ffn("self.down(torch.relu(self.up(h).detach()))"), expect=("up.weight", "no gradient", "detached")),
     Wrong("FeedForward", "missing ReLU", _ffn("self.down(self.up(h))"),
           expect=("no ReLU", "one linear map")),
     Wrong("FeedForward", "ReLU after the second Linear too",
@@ -406,6 +408,12 @@ WRONG += [
     Wrong("ReZeroStack", "the alphas a Python list of parameters",
           _rezero(alpha="[nn.Parameter(torch.zeros(())) for _ in range(depth)]"),
           expect=("not parameters", "python list", "nn.ParameterList")),
+    Wrong("ReZeroStack", "each alpha read as a Python number: it cannot train",
+          _rezero(step="h = h + self.alpha[i].item() * linear(attention(h, h, h)[0])"),
+          expect=("alpha", "no gradient", "python number")),
+    Wrong("ReZeroStack", "the alphas frozen (requires_grad=False)",
+          _rezero(alpha="nn.Parameter(torch.zeros(depth), requires_grad=False)"),
+          expect=("alpha", "no gradient", "frozen")),
     Wrong("ReZeroStack", "one alpha shared by every block",
           _rezero(alpha="nn.Parameter(torch.zeros(()))", step="h = h + self.alpha * linear(attention(h, h, h)[0])"),
           expect=("one alpha shared", "alpha[i]")),

@@ -78,6 +78,43 @@ def call(function, *args, **kwargs):
         raise AssertionError(f"{name}({shapes}) raised {type(error).__name__}: {error}") from error
 
 
+def gradient_free(module, forward, *args):
+    """The names of `module`'s parameters that get no gradient from the output of `forward(*args)`
+    (the module itself, or a method of it): frozen (requires_grad=False), detached, or read as a
+    Python number. Every output number counts, each with its own weight, so none can cancel."""
+    module.zero_grad(set_to_none=True)
+    with torch.enable_grad():
+        out = forward(*args)
+        out = out[0] if isinstance(out, (tuple, list)) else out
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            weights = torch.linspace(-1.0, 1.0, out.numel(), dtype=out.dtype).view_as(out)
+            (out * weights).sum().backward()
+    names = [name for name, p in module.named_parameters() if not p.requires_grad or p.grad is None]
+    module.zero_grad(set_to_none=True)
+    return names
+
+
+def expect_learns(module, *args, what, frozen_allowed=False):
+    """Fail unless every parameter of `module` gets a gradient from its output on `args`: a task
+    about a layer that trains must train. `frozen_allowed`: a parameter made not to train
+    (requires_grad=False) is the student's choice, where the task trains nothing there. A student's
+    module that the judge stands in for runs the forward and the backward in the kernel
+    (grader.probe.RemoteModule.gradient_free)."""
+    try:
+        frozen = (module.gradient_free(*args) if hasattr(type(module), "gradient_free")
+                  else gradient_free(module, module, *args))
+        if frozen_allowed:
+            trains = {name for name, p in module.named_parameters() if p.requires_grad}
+            frozen = [name for name in frozen if name in trains]
+    except RuntimeError as error:  # autograd's own complaint, e.g. about an in-place operation
+        raise AssertionError(f"{what}: backpropagating through its output raised RuntimeError: {error}. "
+                             "Training calls backward too: an in-place change of a tensor that autograd "
+                             "still needs (h += ..., x.relu_()) breaks it; write h = h + ... instead.") from None
+    expect(not frozen, f"{what}: {', '.join(frozen[:4])}{' and more' if len(frozen) > 4 else ''} get no "
+                       "gradient from its output, so training could not change them. Is one frozen "
+                       "(requires_grad=False), detached, or read as a Python number (.item(), float())?")
+
+
 def load_fixed_linears(linears, generator):
     """Fill nn.Linear layers, in order, from `generator` the way nn.Linear draws its own weights
     (uniform within 1/sqrt(in_features)). A check that puts such weights in the student's layers

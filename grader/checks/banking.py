@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_close, expect_shape, passed, task
+from grader.checks import call, expect, expect_close, expect_learns, expect_shape, passed, task
 
 PAD = 0
 
@@ -320,6 +320,7 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
                  hint="With the check's weights put in it, it should compute as TinyTransformer does "
                       "with the sinusoid added to the embeddings: embed, + sinusoid, blocks with the "
                       "padding mask, final norm, mean of the real tokens, out.")
+    expect_learns(model, final_ids(vocab_size, seed), what="SinusoidEncoder", frozen_allowed=True)
     model.train()
     passed()
 

@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_shape, load_fixed_norm, passed, task
+from grader.checks import call, expect, expect_learns, expect_shape, load_fixed_norm, passed, task
 from grader.checks.heads import load_fixed_projections
 from grader.checks.residuals import load_fixed_weights
 
@@ -340,6 +340,7 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
         expect(close_at_real(call(forward, x), results["right, no mask"], None),
                "block(h) without pad differs from the reference without src_key_padding_mask: "
                "pad=None should mean that no key is masked")
+    expect_learns(model, x, pad, what=f"Block({d_model}, {heads}, {d_ff})")
     passed()
 
 
@@ -490,4 +491,5 @@ def post_norm_block(PostNormBlock, d_model=64, heads=4, d_ff=256, batch=5, seq=9
         expect(close_at_real(call(forward, x), results["right, no mask"], None),
                "post_norm_block(h) without pad differs from the reference without a mask: pad=None "
                "should mean that no key is masked")
+    expect_learns(model, x, pad, what=f"PostNormBlock({d_model}, {heads}, {d_ff})")
     passed()

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_close, expect_shape, load_fixed_linears, passed, task
+from grader.checks import call, expect, expect_close, expect_learns, expect_shape, load_fixed_linears, passed, task
 from ticketnet import PAD, UNK
 
 _TRANSPOSE_HINT = ("did you `view` (or `reshape`) straight to (b, heads, s, dh) without `transpose`? "
@@ -333,6 +333,7 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
         expect_close(out, expected, f"{name}(h, mask) compared with nn.MultiheadAttention holding the same weights",
                      hint="Check the order: split -> attention (scale sqrt(dh), mask True at pads) -> merge "
                           "with transpose(1, 2) -> self.out.")
+    expect_learns(layer, h, mask, what=f"MultiHead({d_model}, {heads})")
 
     _bad_head_count(MultiHead, d_model, bad_heads)
     passed()

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_close, expect_shape, passed, task
+from grader.checks import call, expect, expect_close, expect_learns, expect_shape, passed, task
 
 # ---------------------------------------------------------------------------------------------
 # LearnedPositions
@@ -137,8 +137,9 @@ def check_learned_positions(LearnedPositions, max_len=120, d_model=64, batch=3, 
                f"gets the same vectors, those of positions 0..{s - 1}. Did you index the table by "
                "the row of the batch (torch.arange(h.shape[0])) instead of the position?")
         expect_close(out, expected, f"LearnedPositions on h of shape {tuple(h.shape)}",
-                     hint="Position p should get row p of the table: h + table[:s] with s = h.shape[1] "
-                          "(or the embedding of torch.arange(s)).")
+                     hint="Position p should get row p of the table, for p from 0 to s - 1.")
+    expect_learns(module, torch.randn(batch, max_len, d_model, generator=generator),
+                  what=f"LearnedPositions({max_len}, {d_model})")
 
     if max_len >= 6:
         _order_is_visible(module, d_model, seed)

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_close, expect_shape, load_fixed_linears, passed, task
+from grader.checks import call, expect, expect_close, expect_learns, expect_shape, load_fixed_linears, passed, task
 
 
 def _one_thread(check):
@@ -168,6 +168,7 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
         expect_close(out, reference, f"{what}'s output",
                      hint=f"Expected Linear({d_model}, {d_ff}) -> ReLU -> Linear({d_ff}, {d_model}), "
                           "with the check's weights put in your two Linear layers.")
+    expect_learns(ffn, h, what=what)
     passed()
 
 
@@ -317,7 +318,8 @@ def _stack_outputs(DeepStack, d_model, depth, seed):
                           "weights): the tokens mixed by attention with h as queries, keys and values, "
                           "then that Linear; the result added to h with residual=True, in place of h "
                           "without it.")
-
+    for residual, module in modules.items():
+        expect_learns(module, h, what=f"DeepStack({d_model}, {depth}, residual={residual})")
     return outputs
 
 
@@ -468,4 +470,5 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
     expect_close(out.double(), exact, f"{what}'s output with its alphas set to [{shown}, ...]", atol=atol,
                  hint="Expected, for block i in order: h = h + alpha[i] * linear_i(attention(h, h, h)[0]), "
                       "with your Linear layers (holding the check's weights) and alphas.")
+    expect_learns(module, h, what=what)
     passed()

@@ -41,7 +41,7 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import Counted, call, expect, expect_shape, load_fixed_linears, load_fixed_norm, passed, task
+from grader.checks import Counted, call, expect, expect_learns, expect_shape, load_fixed_linears, load_fixed_norm, passed, task
 from grader.checks import prediction  # noqa: F401 (for the notebook)
 from grader.checks.block import BlockParts, block_parts, close_at_real, expected_counts, feed_forward_linears, load_fixed_block
 
@@ -450,6 +450,7 @@ def encoder(Encoder, vocab_size=50, dim=16, heads=2, blocks=3, ffn=24, max_token
         longer = torch.cat([ids, torch.full((batch, 2), PAD)], 1)  # the same tickets, two more pads
         expect(torch.allclose(call(_named_encoder(model), longer), out, atol=1e-5, rtol=1e-4),
                "a ticket's scores changed when two pads were added at its end: the pads are read")
+    expect_learns(model, ids, what="the encoder")
     passed()
 
 
