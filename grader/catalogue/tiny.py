@@ -186,6 +186,8 @@ WRONG = [
           ("share", "repeats one block")),
     Wrong("Encoder", "always two blocks", encoder(blocks="        self.blocks = nn.ModuleList([Block(dim, heads, ffn) for _ in range(2)])"),
           ("has 2 blocks", "blocks=3")),
+    Wrong("Encoder", "the number of classes fixed at the five teams", encoder().replace(
+        "nn.Linear(dim, classes)", "nn.Linear(dim, len(TEAMS))"), ("classes=3",)),
     Wrong("Encoder", "a position table of the vocabulary's size", encoder().replace(
         "nn.Embedding(max_tokens, dim)", "nn.Embedding(vocab_size, dim)"), ("self.position", "max_tokens")),
     Wrong("Encoder", "no position vectors", encoder(replace=[(

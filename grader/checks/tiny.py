@@ -393,7 +393,7 @@ def _encoder_structure(model, vocab_size, dim, blocks, ffn, max_tokens, classes)
     expect(isinstance(norm, nn.LayerNorm) and tuple(norm.normalized_shape) == (dim,),
            f"self.norm should be nn.LayerNorm({dim}), got {norm}")
     expect(isinstance(out, nn.Linear) and (out.in_features, out.out_features) == (dim, classes),
-           f"self.out should be nn.Linear({dim}, {classes}): one score per team, got {out}")
+           f"self.out should be nn.Linear({dim}, {classes}): one score per class, classes={classes}, got {out}")
 
 
 @task
