@@ -38,9 +38,15 @@ def test_rows_that_do_not_reach_variance_one_are_named():
         norms._rows_are_standard(half, (4, 16), seed=0)
 
 
-def test_the_known_batches_move_row_zero_by_exactly_four():
-    assert expected_norms.known_shifts(False, False)["right"] == pytest.approx(4.0)
-    assert expected_norms.known_shifts(False, True)["right"] == pytest.approx(4.0)
+def test_the_known_batches_move_row_zero_by_five_and_each_slip_by_its_own_number():
+    """The numbers known_batches' docstring works out by hand. Row 0 moves by 3 at its first
+    position and by 5 at its second: an answer that reads one position cannot pass as one that
+    reads them all."""
+    for widths_differ in (False, True):
+        shifts = expected_norms.known_shifts(widths_differ, False)
+        assert shifts == pytest.approx({"right": 5.0, "first position": 3.0, "signed": 2.0, "mean": 1.75,
+                                        "first tokens": 9.0, "whole batch": 15.0, "whole mean": 3.5})
+        assert expected_norms.known_shifts(widths_differ, True)["right"] == pytest.approx(5.0)
 
 
 def test_the_batchnorm_wrapper_is_batchnorm1d_over_the_features():

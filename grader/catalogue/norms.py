@@ -131,6 +131,9 @@ WRONG += [
         "    n = min(a.shape[1], b.shape[1])\n"
         "    return (a[:, :n] - b[:, :n]).abs().max().item()"),
         expect=("whole batches", "row 0")),
+    Wrong("query_shift", "row 0's first position only", _qs(
+        _ROW0 + "    return (a[0] - b[0]).abs().max().item()"),
+        expect=("first position", "every position")),
     Wrong("query_shift", "the mean instead of the max", _qs(
         _ROW0 + "    return (a[:n] - b[:n]).abs().mean().item()"),
         expect=("mean", "largest", ".max()")),

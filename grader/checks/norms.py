@@ -163,11 +163,12 @@ class TokenBatchNorm(nn.Module):
 
 
 class AddBatchMean(nn.Module):
-    """Not a norm: adds each feature's mean over the batch and the positions, so the shift of row 0
-    between two batches is known exactly."""
+    """Not a norm: adds, at each position, each feature's mean over the batch, so the shift of row 0
+    between two batches is known exactly, and differs from one position to the next (an answer
+    that compares one position only shows)."""
 
     def forward(self, h):  # (b, s, d)
-        return h + h.mean(dim=(0, 1), keepdim=True)
+        return h + h.mean(dim=0, keepdim=True)
 
 
 def _shift(query_shift, norm, batch, other):
@@ -192,9 +193,10 @@ def _shift(query_shift, norm, batch, other):
 
 def known_batches(widths_differ=False):
     """batch and other share row 0; other's row 1 holds v and w at its two positions, batch's is 0.
-    With AddBatchMean (same widths) row 0 moves by (v + w) / 4 = [4, -2, 0, 0] per feature: the
-    largest absolute move is 4, the largest signed one 2, the mean 1.5; token 0 of every row moves
-    by up to 10 and the whole batch by up to 14, so each usual slip gives its own number."""
+    With AddBatchMean row 0 moves by -v / 2 = [-3, 2, -1, 0] at its first position and by -w / 2 =
+    [-5, 2, 1, 0] at its second: the largest absolute move is 5, at the first position alone 3, the
+    largest signed one 2, the mean 1.75; position 0 of every row moves by up to 9 and the whole
+    batch by up to 15, so each usual slip gives its own number."""
     row0 = torch.tensor([[1.0, 2.0, -1.0, 0.5], [0.0, -3.0, 4.0, 1.0]])
     v = torch.tensor([6.0, -4.0, 2.0, 0.0])
     w = torch.tensor([10.0, -4.0, -2.0, 0.0])
@@ -225,6 +227,10 @@ def _check_known(query_shift, widths_differ, swap=False):
     if abs(got - shifts["whole batch"]) < 1e-6 * max(1.0, got):
         raise AssertionError(f"{what} That is the largest difference over the whole batches: "
                              "compare row 0 only, `norm(batch)[0]` with `norm(other)[0]`.")
+    if abs(got - shifts["first position"]) < 1e-6 * max(1.0, got):
+        raise AssertionError(f"{what} That is the largest difference at row 0's first position alone; "
+                             "the shift at the other positions differs, and the task asks for the largest "
+                             "over every position both batches have.")
     if abs(got - shifts["first tokens"]) < 1e-6 * max(1.0, got):
         raise AssertionError(f"{what} That is the largest difference at position 0 of every row "
                              "(`[:, 0]`): compare row 0, all its positions, `norm(batch)[0]` with "

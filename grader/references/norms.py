@@ -73,6 +73,7 @@ def known_shifts(widths_differ, swap):
     whole = (a[:, :n] - b[:, :n]).abs()
     return {"right": diff.abs().max().item(), "whole batch": whole.max().item(),
             "first tokens": (a[:, 0] - b[:, 0]).abs().max().item(), "mean": diff.abs().mean().item(),
+            "first position": diff[0].abs().max().item(),
             "whole mean": whole.mean().item(), "signed": diff.max().item()}
 
 
