@@ -128,6 +128,8 @@ WRONG = [
     Wrong("to_reference", "the feed-forward's layers read by one FeedForward's names (ffn.net[0])",
           to_ref().replace("block.ffn.up, block.ffn.down", "block.ffn.net[0], block.ffn.net[2]"),
           ("AttributeError looking for `.net`", "by their shapes, not by their names")),
+    Wrong("to_reference", "layer_norm_eps=1e-6, not the block's 1e-5",
+          to_ref(norm_first="True, layer_norm_eps=1e-6"), ("eps 1e-06", "layer_norm_eps")),
     Wrong("to_reference", "q, k, v stacked as k, q, v", to_ref(order="kqv"), ("order k, q, v", "stack q, k, v")),
     Wrong("to_reference", "q, k, v stacked as v, k, q", to_ref(order="vkq"), ("order v, k, q",)),
     Wrong("to_reference", "in_proj_bias left at zero", to_ref(drop="in_proj_bias"), ("in_proj_bias", "zeros")),

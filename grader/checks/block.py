@@ -446,6 +446,12 @@ def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, see
            f"dim_feedforward {layer.linear1.out_features}; the block has {d_model}, {heads} and "
            f"{d_ff}: read them from the block (the width of its projections, block.heads, the "
            "width of ffn's first Linear)")
+    # An eps of 1e-6 or 0 moves the output by about 1e-6, under any tolerance a float comparison can
+    # hold to: the setting itself is compared.
+    eps = [layer.norm1.eps, layer.norm2.eps]
+    expect(eps == [source.norm1.eps, source.norm2.eps],
+           f"the layer's norms use eps {eps[0]:g} and {eps[1]:g}, the block's {source.norm1.eps:g}: the layer "
+           "computes another function, if only slightly. Give it the block's eps (layer_norm_eps).")
     problem = _weights_in_place(layer, source)
     expect(problem is None, f"{problem}." if problem else "")
     got = layer(x, src_key_padding_mask=pad)  # with gradients on: the layer's plain path
