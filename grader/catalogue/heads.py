@@ -153,6 +153,13 @@ def key_padding_mask(ids):
         mixed, _ = attention(q, k, v, mask)
         return self.out(mixed.reshape(batch, seq, width))
 '''), expect=("transpose",)),
+    Wrong("MultiHead", "a mask that may not be left out (mask=None crashes)", _multihead('''\
+    def forward(self, h, mask=None):
+        q, k, v = (split_heads(p(h), self.heads) for p in (self.q, self.k, self.v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        weights = scores.masked_fill(mask, float("-inf")).softmax(dim=-1)
+        return self.out(merge_heads(weights @ v))
+'''), expect=("without a mask", "mask=None")),
     Wrong("MultiHead", "keys from self.q", _multihead('''\
     def forward(self, h, mask=None):
         q = split_heads(self.q(h), self.heads)

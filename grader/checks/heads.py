@@ -333,6 +333,15 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
         expect_close(out, expected, f"{name}(h, mask) compared with nn.MultiheadAttention holding the same weights",
                      hint="Check the order: split -> attention (scale sqrt(dh), mask True at pads) -> merge "
                           "with transpose(1, 2) -> self.out.")
+        try:
+            unmasked = layer(h)
+            problem = None if (isinstance(unmasked, torch.Tensor) and unmasked.shape == out.shape and torch.allclose(
+                unmasked, results["no mask"], atol=1e-5, rtol=1e-4)) else "gave other numbers"
+        except Exception as error:  # noqa: BLE001 - any crash is the student's verdict
+            problem = f"raised {type(error).__name__}: {error}"
+        expect(problem is None, f"{name}(h) without a mask should read every key, as nn.MultiheadAttention does "
+                                f"without a key_padding_mask, but it {problem}. forward(h, mask=None) must work "
+                                "with the mask left out (section 5's block calls it so).")
     expect_learns(layer, h, mask, what=f"MultiHead({d_model}, {heads})")
 
     _bad_head_count(MultiHead, d_model, bad_heads)
