@@ -145,7 +145,7 @@ def key_padding_mask(ids):
         q, k, v = (p(h).view(batch, self.heads, seq, width // self.heads) for p in (self.q, self.k, self.v))
         mixed, _ = attention(q, k, v, mask)
         return self.out(mixed.transpose(1, 2).reshape(batch, seq, width))
-'''), expect=("transpose", "first words", "last word")),
+'''), expect=("transpose", "only some of the words", "last word")),
     Wrong("MultiHead", "split and merge both without transpose", _multihead('''\
     def forward(self, h, mask=None):
         batch, seq, width = h.shape

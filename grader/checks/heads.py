@@ -327,8 +327,8 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
                 f"changing the last word of a {lengths[0]}-token query (padded to {s}) left the output of "
                 f"{len(still)} of its {lengths[0]} real tokens unchanged (tokens {still}); with attention every "
                 "token reads every real word. A split written as view(b, heads, s, dh) without "
-                "`transpose` keeps every shape but lets each token read only the first words: view to "
-                "(b, s, heads, dh), then `transpose(1, 2)`.")
+                "`transpose` keeps every shape but lets each token read only some of the words. Split "
+                "and merge with your split_heads and merge_heads, whose checks test exactly this.")
 
         expect_close(out, expected, f"{name}(h, mask) compared with nn.MultiheadAttention holding the same weights",
                      hint="Check the order: split -> attention (scale sqrt(dh), mask True at pads) -> merge "
