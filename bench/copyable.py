@@ -95,6 +95,13 @@ def _dedented(code):
     return "\n".join(line[indent:] for line in lines) + "\n"
 
 
+def summary(result, limit=TASK_LIMIT):
+    """(the share of all the answers' 6-grams shown, {task: its share} for the tasks at `limit` or
+    above) of `course_shares()`."""
+    shown, total = sum(c for c, _ in result.values()), sum(n for _, n in result.values())
+    return shown / total, {task: c / n for task, (c, n) in result.items() if c / n >= limit}
+
+
 def main():
     rows = [(section, grade_id, copied, size) for (section, grade_id), (copied, size) in course_shares().items()]
     found, total = sum(row[2] for row in rows), sum(row[3] for row in rows)
