@@ -284,8 +284,10 @@ def answer(path):
                 used, captured = [], {}
                 try:
                     with checks.refuse(request.get("refuse", ()), used), _capture(target, request.get("capture", ()), captured):
-                        if request.get("gradient_free"):
-                            result = checks.gradient_free(target, function, *args)
+                        if request.get("gradients"):
+                            result = checks.gradients(target, function, *args)
+                        elif request.get("nudged") is not None:
+                            result = checks.outputs_with(target, function, request["nudged"], request["rng"], *args)
                         else:
                             result = function(*args, **kwargs)
                 finally:
@@ -498,9 +500,10 @@ class Link:
             raise _exception(response["error"])
         return self.decode(response["value"])
 
-    def call(self, target, method, args, kwargs, gradient_free=False):
-        """`target.method(*args, **kwargs)` run in the kernel; with `gradient_free`, the names of the
-        target's parameters that get no gradient from that output (grader.checks.gradient_free)."""
+    def call(self, target, method, args, kwargs, gradients=False, nudged=None):
+        """`target.method(*args, **kwargs)` run in the kernel. With `gradients`, the gradients of the
+        target's parameters from that output instead (grader.checks.gradients); with `nudged`, a
+        list of the outputs with each of those parameter changes in turn (grader.checks.outputs_with)."""
         sync, lines = {}, []
 
         def outgoing_of(value):
@@ -510,17 +513,18 @@ class Link:
             return _outgoing(value, sync)
         try:
             value = self._call(target, method, [outgoing_of(a) for a in args],
-                               {k: outgoing_of(v) for k, v in kwargs.items()}, args, kwargs, sync, gradient_free)
+                               {k: outgoing_of(v) for k, v in kwargs.items()}, args, kwargs, sync,
+                               {"gradients": gradients, "nudged": nudged})
         finally:
             for line in lines:
                 line.close()
-        if not gradient_free:
-            return value
-        if type(value) is not list:
-            raise NotPlainData("the kernel's list of parameters without a gradient is not a list")
-        return [_python_name(name, "a parameter", qualified=True) for name in value]
+        if gradients:
+            if type(value) is not dict:
+                raise NotPlainData("the kernel's gradients are not a table of parameters")
+            return {_python_name(name, "a parameter", qualified=True): gradient for name, gradient in value.items()}
+        return value
 
-    def _call(self, target, method, outgoing, outgoing_kwargs, args, kwargs, sync, gradient_free):
+    def _call(self, target, method, outgoing, outgoing_kwargs, args, kwargs, sync, special):
         watched = {}
         if isinstance(target, RemoteModule):
             sync[target._handle] = target._state()
@@ -529,7 +533,7 @@ class Link:
         refused = [path for paths, _ in checks.REFUSED for path in paths]
         response = self.request(op="call", target=target._handle, method=method, args=outgoing,
                                 kwargs=outgoing_kwargs, rng=torch.get_rng_state(), sync=sync,
-                                refuse=refused, capture=list(watched), gradient_free=gradient_free)
+                                refuse=refused, capture=list(watched), **special)
         # The kernel's random state is not taken back: the student's code could set it, and choose
         # what the check draws next. The judge moves its own on, from its own stream, so that the
         # next call draws other numbers, as it would in the notebook (unseeded code shows so).
@@ -790,10 +794,21 @@ class RemoteModule(nn.Module):
     def __call__(self, *args, **kwargs):  # the student's __call__ (hooks and all), not the judge's
         return self._link.call(self, None, args, kwargs)
 
-    def gradient_free(self, *args):
-        """grader.checks.gradient_free of the student's module on `args`, run in the kernel, where
-        its forward and the graph that backward follows are."""
-        return self._link.call(self, None, args, {}, gradient_free=True)
+    def gradients(self, *args):
+        """grader.checks.gradients of the student's module on `args`, run in the kernel, where its
+        forward and the graph that backward follows are. The judge does not take them on trust
+        (grader.checks.untrue_gradients)."""
+        return self._link.call(self, None, args, {}, gradients=True)
+
+    def outputs_with(self, changes, random_state, *args):
+        """grader.checks.outputs_with of the student's module, run in the kernel, each output drawn
+        from `random_state`."""
+        saved = torch.get_rng_state()
+        torch.set_rng_state(random_state)
+        try:
+            return self._link.call(self, None, args, {}, nudged=changes)
+        finally:
+            torch.set_rng_state(saved)
 
 
 def _python_name(name, what, qualified=False):

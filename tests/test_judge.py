@@ -423,3 +423,47 @@ def test_the_graded_cell_of_earlier_parts_runs_the_courses_own_definitions():
     assert [name for name, _ in layer.named_children()] == ["q", "k", "v", "out"]
     assert layer(torch.randn(2, 3, 16)).shape == ffn(torch.randn(2, 3, 16)).shape == (2, 3, 16)
     assert "split_heads" not in space  # the helpers stay inside the parts' own namespace
+
+
+class _Doubled(torch.autograd.Function):
+    """2x, with a backward that forgets the 2: a gradient autograd reports but the output belies."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class _Stack(nn.Module):
+    def __init__(self, mistake=None):
+        super().__init__()
+        torch.manual_seed(0)
+        self.first, self.second, self.drop = nn.Linear(8, 8), nn.Linear(8, 8), nn.Dropout(0.5)
+        self.mistake = mistake
+
+    def forward(self, x):
+        h = self.drop(torch.tanh(self.first(x)))
+        if self.mistake == "doubled":
+            h = _Doubled.apply(h)
+        return self.second(h)
+
+
+def test_a_gradient_is_tested_against_how_the_output_moves_when_its_parameter_is_nudged():
+    """expect_learns nudges each parameter both ways and compares the change of the output with
+    the gradient: right gradients pass (dropout in training mode included, each nudge drawing the
+    same mask), a hand-written backward that is off names the parameters it misleads, and so does a
+    list of gradients made up to pass."""
+    from grader import checks
+    x = torch.randn(4, 8)
+    checks.expect_learns(_Stack().train(), x, what="stack")
+    with pytest.raises(AssertionError, match=r"the gradients of first\.weight, first\.bias do not match"):
+        checks.expect_learns(_Stack("doubled"), x, what="stack")
+    stack, state = _Stack(), torch.get_rng_state()
+    found = checks.gradients(stack, stack, x)
+    made_up = {**found, "second.weight": torch.zeros_like(found["second.weight"])}
+    outputs = lambda changes: checks.outputs_with(stack, stack, changes, state, x)  # noqa: E731
+    assert checks.untrue_gradients(stack, found, outputs) == []
+    assert checks.untrue_gradients(stack, made_up, outputs) == ["second.weight"]

@@ -571,3 +571,32 @@ def test_erasing_the_record_of_calls_to_the_test_set_earns_nothing(tmp_path):
     assert scores.pop("test_choose_and_test") == 0 and set(scores.values()) == {2.0}, result["tasks"]
     assert result["flags"] == ["test_choose_and_test passed in the notebook but fails the grader's check "
                                "(the submission may interfere with its checks)"]
+
+
+# A MultiHead whose values are detached (v.weight and v.bias cannot train), and a backward that
+# hands every parameter left without a gradient a gradient of zeros, wherever it runs.
+ZERO_GRADIENTS = ("import gc\n\n_backward = torch.Tensor.backward\n\n"
+                  "def _no_gaps(self, *args, **kwargs):\n    _backward(self, *args, **kwargs)\n"
+                  "    for _p in gc.get_objects():\n"
+                  "        if isinstance(_p, nn.Parameter) and _p.grad is None:\n"
+                  "            _p.grad = torch.zeros_like(_p)\n\n"
+                  "torch.Tensor.backward = _no_gaps\n")
+
+
+@pytest.mark.nbgrader
+def test_gradients_made_up_in_the_kernel_earn_nothing(tmp_path):
+    """Found in the last stop: expect_learns took from the kernel the list of parameters without a
+    gradient. A submission that filled every missing gradient with zeros kept MultiHead's points
+    with its values detached. The judge now nudges each parameter and sees the output move where
+    the reported gradient says it does not."""
+    notebook = submission(ZERO_GRADIENTS, "", "", wrong={})
+    for cell in _answer_cells(notebook):
+        if cell.metadata["nbgrader"]["grade_id"] == "MultiHead":
+            assert "self.v(h)" in cell.source
+            cell.source = cell.source.replace("self.v(h)", "self.v(h).detach()")
+    nbformat.write(notebook, tmp_path / f"{SECTION}.ipynb")
+    result = _check(tmp_path / f"{SECTION}.ipynb")
+    scores = {t["grade_id"]: t["score"] for t in result["tasks"]}
+    assert scores.pop("test_MultiHead") == 0 and result["score"] == FULL - check_cells(SECTION)["test_MultiHead"][1], \
+        result["tasks"]
+    assert result["flags"] == []  # the notebook's check nudges the parameters too, and failed alike

@@ -78,41 +78,139 @@ def call(function, *args, **kwargs):
         raise AssertionError(f"{name}({shapes}) raised {type(error).__name__}: {error}") from error
 
 
-def gradient_free(module, forward, *args):
-    """The names of `module`'s parameters that get no gradient from the output of `forward(*args)`
-    (the module itself, or a method of it): frozen (requires_grad=False), detached, or read as a
-    Python number. Every output number counts, each with its own weight, so none can cancel."""
+def first_output(out):
+    """What a module's forward returns, or the first of what it returns (nn.MultiheadAttention's
+    output beside its weights)."""
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
+def output_weights(out):
+    """A weight for each number of an output, the same for a given shape: backpropagating
+    (out * weights).sum() gives every output number its own say, so that none can cancel."""
+    generator = torch.Generator().manual_seed(0)
+    return torch.randn(out.shape, generator=generator, dtype=torch.float64).to(out.dtype)
+
+
+def gradients(module, forward, *args):
+    """{name: gradient, or None where none arrives} of `module`'s parameters, from the output of
+    `forward(*args)` (the module itself, or a method of it) weighted by output_weights. A parameter
+    gets None when it is frozen (requires_grad=False), detached, or read as a Python number."""
     module.zero_grad(set_to_none=True)
     with torch.enable_grad():
-        out = forward(*args)
-        out = out[0] if isinstance(out, (tuple, list)) else out
+        out = first_output(forward(*args))
         if isinstance(out, torch.Tensor) and out.requires_grad:
-            weights = torch.linspace(-1.0, 1.0, out.numel(), dtype=out.dtype).view_as(out)
-            (out * weights).sum().backward()
-    names = [name for name, p in module.named_parameters() if not p.requires_grad or p.grad is None]
+            (out * output_weights(out)).sum().backward()
+    found = {name: None if p.grad is None else p.grad.detach().clone() for name, p in module.named_parameters()}
     module.zero_grad(set_to_none=True)
-    return names
+    return found
+
+
+def outputs_with(module, forward, changes, random_state, *args):
+    """The output of `forward(*args)` with each of `changes` ({parameter name: value}) in turn put
+    in `module`'s parameters and taken out again, each run from `random_state` (a dropout draws
+    the same mask every time)."""
+    parameters = dict(module.named_parameters())
+    outputs = []
+    for change in changes:
+        kept = {name: parameters[name].detach().clone() for name in change}
+        try:
+            with torch.no_grad():
+                for name, value in change.items():
+                    parameters[name].copy_(value)
+            torch.set_rng_state(random_state)
+            with torch.enable_grad():  # the path the gradients took (no_grad may take a fast path)
+                out = first_output(forward(*args))
+            outputs.append(out.detach().clone() if isinstance(out, torch.Tensor) else out)
+        finally:
+            with torch.no_grad():
+                for name, value in kept.items():
+                    parameters[name].copy_(value)
+    return outputs
+
+
+# A nudge's length, against the parameter's norm (or 1 a number, for a small one): a long one
+# where float32's rounding would drown a short one, a short one where the output bends sharply
+# (DeepStack's twelve attentions, whose first layer a 1e-3 nudge already measures 30% off).
+NUDGES = (1e-3, 1e-5)
+
+
+def untrue_gradients(module, found, outputs):
+    """The names among `found` (`gradients`) whose gradient disagrees with how the module's output
+    moves when that parameter is nudged; `outputs(changes)` is `outputs_with` for the module. When
+    grading, the kernel computes both, but the nudges are the judge's, so gradients made up to
+    pass (none missing, say) do not survive them. Each parameter is nudged both ways along a mix
+    of its own direction and its gradient's (central differences), by each of NUDGES, all in one
+    call; one length that agrees is enough."""
+    parameters = dict(module.named_parameters())
+    generator = torch.Generator().manual_seed(0)
+    nudged, changes = [], []
+    for name, gradient in found.items():
+        if gradient is None:
+            continue
+        if name not in parameters or not isinstance(gradient, torch.Tensor) or \
+                gradient.shape != parameters[name].shape or not parameters[name].is_floating_point():
+            return list(found)
+        value, gradient = parameters[name].detach().double(), gradient.double()
+        direction = value if value.norm() > 0 else torch.randn(value.shape, generator=generator, dtype=torch.float64)
+        direction = direction / direction.norm()
+        if gradient.norm() > 0:
+            direction = direction + gradient / gradient.norm()
+            direction = direction / direction.norm() if direction.norm() > 0 else gradient / gradient.norm()
+        dtype = parameters[name].dtype
+        for nudge in NUDGES:
+            step = nudge * max(value.norm().item(), math.sqrt(value.numel()))
+            nudged.append((name, float((gradient * direction).sum()), step))
+            changes += [{name: (value + step * direction).to(dtype)}, {name: (value - step * direction).to(dtype)}]
+    if not changes:
+        return []
+    got = outputs(changes)
+    if not isinstance(got, list) or len(got) != len(changes) or not all(
+            isinstance(o, torch.Tensor) and o.is_floating_point() and o.shape == got[0].shape for o in got):
+        return list(dict.fromkeys(name for name, _, _ in nudged))
+    weights = output_weights(got[0]).double()
+    agrees = {}
+    for i, (name, reported, step) in enumerate(nudged):
+        up, down = got[2 * i].double(), got[2 * i + 1].double()
+        measured = float(((up - down) * weights).sum()) / (2 * step)
+        # float32's rounding of the output, seen through the division by the step
+        noise = 1e-6 * float(((up.abs() + down.abs()) * weights.abs()).sum()) / step
+        close = abs(measured - reported) <= 0.05 * max(abs(measured), abs(reported)) + noise
+        agrees[name] = agrees.get(name, False) or close
+    return [name for name, close in agrees.items() if not close]
 
 
 def expect_learns(module, *args, what, frozen_allowed=False):
-    """Fail unless every parameter of `module` gets a gradient from its output on `args`: a task
-    about a layer that trains must train. `frozen_allowed`: a parameter made not to train
-    (requires_grad=False) is the student's choice, where the task trains nothing there. A student's
-    module that the judge stands in for runs the forward and the backward in the kernel
-    (grader.probe.RemoteModule.gradient_free)."""
+    """Fail unless every parameter of `module` gets from its output on `args` a gradient that is
+    true to how the output changes (untrue_gradients): a task about a layer that trains must
+    train. `frozen_allowed`: a parameter made not to train (requires_grad=False) is the student's
+    choice, where the task trains nothing there. A module the judge stands in for computes its
+    gradients and nudged outputs in the kernel, where its forward and autograd's graph are
+    (grader.probe.RemoteModule); the nudges are the judge's."""
+    remote = hasattr(type(module), "outputs_with")
+    random_state = torch.get_rng_state()  # the nudged outputs draw what the gradients' output drew
     try:
-        frozen = (module.gradient_free(*args) if hasattr(type(module), "gradient_free")
-                  else gradient_free(module, module, *args))
-        if frozen_allowed:
-            trains = {name for name, p in module.named_parameters() if p.requires_grad}
-            frozen = [name for name in frozen if name in trains]
+        found = module.gradients(*args) if remote else gradients(module, module, *args)
+        after = torch.get_rng_state()
+        frozen = [name for name, p in module.named_parameters()
+                  if found.get(name) is None and (p.requires_grad or not frozen_allowed)]
+        untrue = [] if frozen else untrue_gradients(module, found, lambda changes: (
+            module.outputs_with(changes, random_state, *args) if remote
+            else outputs_with(module, module, changes, random_state, *args)))
+        torch.set_rng_state(after)
     except RuntimeError as error:  # autograd's own complaint, e.g. about an in-place operation
         raise AssertionError(f"{what}: backpropagating through its output raised RuntimeError: {error}. "
                              "Training calls backward too: an in-place change of a tensor that autograd "
                              "still needs (h += ..., x.relu_()) breaks it; write h = h + ... instead.") from None
-    expect(not frozen, f"{what}: {', '.join(frozen[:4])}{' and more' if len(frozen) > 4 else ''} get no "
-                       "gradient from its output, so training could not change them. Is one frozen "
-                       "(requires_grad=False), detached, or read as a Python number (.item(), float())?")
+    expect(not frozen, f"{what}: {_some(frozen)} get no gradient from its output, so training could not "
+                       "change them. Is one frozen (requires_grad=False), detached, or read as a Python "
+                       "number (.item(), float())?")
+    expect(not untrue, f"{what}: the gradients of {_some(untrue)} do not match how its output changes when "
+                       "they change, so training would move them the wrong way. Is part of the forward "
+                       "computed outside autograd (.detach(), .data, a hand-written backward)?")
+
+
+def _some(names):
+    return f"{', '.join(names[:4])}{' and more' if len(names) > 4 else ''}"
 
 
 def load_fixed_linears(linears, generator):
