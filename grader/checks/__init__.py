@@ -15,6 +15,7 @@ import contextlib
 import functools
 import importlib
 import math
+import os
 import sys
 from unittest import mock
 
@@ -76,6 +77,13 @@ def call(function, *args, **kwargs):
         shapes = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else
                            type(a).__name__ if isinstance(a, nn.Module) else repr(a)[:30] for a in args)
         raise AssertionError(f"{name}({shapes}) raised {type(error).__name__}: {error}") from error
+
+
+def fresh_generator():
+    """A generator seeded from the operating system as the check runs. Inputs drawn from it are
+    new each run, so no recorded result (the student edition's grader/references) answers them:
+    a check that ends on them is passed by code that computes, not by a lookup."""
+    return torch.Generator().manual_seed(int.from_bytes(os.urandom(6), "little"))
 
 
 def first_output(out):

@@ -4,9 +4,10 @@ One public function per graded name: split_heads, merge_heads, key_padding_mask,
 Each builds its own small inputs from a seed, runs the student's code through `call`, prints
 "Check passed" or raises AssertionError naming the likely mistake. The masks are compared with
 grader.references, right and with the usual slips. The MultiHead check puts fixed weights in the
-student's q, k, v and out, compares the output with nn.MultiheadAttention holding them (from
-grader.references), and when they differ, with the usual mistakes (no mask, the wrong scale,
-projections swapped, no output projection) to say which one the output matches.
+student's q, k, v and out, compares the output with nn.MultiheadAttention holding them, and when
+they differ, with the usual mistakes (no mask, the wrong scale, projections swapped, no output
+projection) to say which one the output matches. Each check ends on tickets drawn as it runs
+(fresh_tickets), where no recorded result can answer for the student's code.
 """
 
 import itertools
@@ -15,13 +16,23 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_close, expect_learns, expect_shape, load_fixed_linears, passed, task
+from grader.checks import (call, expect, expect_close, expect_learns, expect_shape, fresh_generator, load_fixed_linears,
+                           passed, task)
 from ticketnet import PAD, UNK
 
 _TRANSPOSE_HINT = ("did you `view` (or `reshape`) straight to (b, heads, s, dh) without `transpose`? "
                    "That keeps every shape but cuts the numbers in memory order, so a head's rows hold "
                    "whole tokens, four at a time, instead of one slice of every token. View to "
                    "(b, s, heads, dh), then `transpose(1, 2)`.")
+
+
+def fresh_tickets(batch=4, seq=12):
+    """Token ids (batch, seq) of lengths drawn as the check runs (fresh_generator), and `pads`,
+    (batch, seq) True at every position at or past a ticket's length: where its PADs are."""
+    generator = fresh_generator()
+    lengths = torch.randint(1, seq + 1, (batch,), generator=generator)
+    ids = padded_ids(tuple(lengths.tolist()), seq, int(torch.randint(2**31, (), generator=generator)))
+    return ids, torch.arange(seq)[None, :] >= lengths[:, None]
 
 
 def seeded_randn(shape, seed):
@@ -165,6 +176,11 @@ def key_padding_mask(key_padding_mask, lengths=(5, 2, 7), seq=None, seed=0):
         raise AssertionError(f"the mask is wrong at ticket {wrong[0]}, position {wrong[-1]} (token id "
                              f"{ids[wrong[0], wrong[-1]].item()}): it must be True exactly where ids == PAD "
                              f"(PAD = {PAD}).")
+    ids, pads = fresh_tickets()
+    out = call(key_padding_mask, ids)
+    expect(isinstance(out, torch.Tensor) and out.shape == (len(ids), 1, 1, ids.shape[1]) and torch.equal(out[:, 0, 0], pads),
+           f"key_padding_mask is right on the check's tickets but not on new ones, of lengths "
+           f"{(~pads).sum(1).tolist()}: it must be True exactly where ids == PAD, whatever the tickets.")
     passed()
 
 
@@ -200,6 +216,15 @@ def causal_mask(causal_mask, lengths=(5, 2, 7), seq=None, seed=0):
            "(True where a key is blocked): ticketnet.attention and masked_fill refuse other dtypes.")
     want = masks["right"]
     if torch.equal(out, want):
+        ids, pads = fresh_tickets()
+        positions = torch.arange(ids.shape[1])
+        later = positions[None, :] > positions[:, None]  # [query, key]: the key comes after the query
+        out = call(causal_mask, ids)
+        expect(isinstance(out, torch.Tensor) and out.shape == (len(ids), 1, *later.shape) and torch.equal(
+                   out[:, 0], later | pads[:, None, :]),
+               f"causal_mask is right on the check's tickets but not on new ones, of lengths "
+               f"{(~pads).sum(1).tolist()}: it must be True exactly where the key is a PAD or comes after "
+               "the query, whatever the tickets.")
         passed()
         return
     known = [
@@ -234,6 +259,20 @@ def causal_mask(causal_mask, lengths=(5, 2, 7), seq=None, seed=0):
 # ---------------------------------------------------------------------------------------------
 # MultiHead
 # ---------------------------------------------------------------------------------------------
+
+def pytorch_attention(d_model, heads, h, pad, seed):
+    """nn.MultiheadAttention holding the check's fixed weights (load_fixed_projections) on `h`,
+    reading no key where `pad` (b, s) is True, or every key when `pad` is None: what MultiHead
+    should give. Computed as the check runs, never recorded."""
+    projections = {name: nn.Linear(d_model, d_model) for name in ("q", "k", "v", "out")}
+    load_fixed_projections(projections, seed)
+    twin = nn.MultiheadAttention(d_model, heads, batch_first=True).train()  # dropout 0: the plain path
+    with torch.no_grad():
+        twin.in_proj_weight.copy_(torch.cat([projections[n].weight for n in ("q", "k", "v")]))
+        twin.in_proj_bias.copy_(torch.cat([projections[n].bias for n in ("q", "k", "v")]))
+        twin.out_proj.load_state_dict(projections["out"].state_dict())
+        return twin(h, h, h, key_padding_mask=pad, need_weights=False)[0]
+
 
 def _diagnose(results, heads, d, out):
     """A hint naming the mistake whose output `out` matches, or None (a correct output gives None)."""
@@ -297,11 +336,13 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
                               f"biases, no parameters of its own per head")
 
     load_fixed_projections({name: getattr(layer, name) for name in ("q", "k", "v", "out")}, seed)
-    results = references.expected("heads", "multi_head", d_model, heads, lengths, seed)
     ids = padded_ids(lengths, seed=seed)
     b, s = ids.shape
     mask = (ids == PAD)[:, None, None, :]
     h = seeded_randn((b, s, d_model), seed + 1)
+    results = {**references.expected("heads", "multi_head", d_model, heads, lengths, seed),
+               "right": pytorch_attention(d_model, heads, h, ids == PAD, seed),
+               "no mask": pytorch_attention(d_model, heads, h, None, seed)}
     with torch.no_grad():
         out = call(layer, h, mask)
         if isinstance(out, tuple):
@@ -342,7 +383,13 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
         expect(problem is None, f"{name}(h) without a mask should read every key, as nn.MultiheadAttention does "
                                 f"without a key_padding_mask, but it {problem}. forward(h, mask=None) must work "
                                 "with the mask left out (section 5's block calls it so).")
-    expect_learns(layer, h, mask, what=f"MultiHead({d_model}, {heads})")
+        ids, pads = fresh_tickets()
+        h = torch.randn(*ids.shape, d_model, generator=fresh_generator())
+        expect_close(call(layer, h, pads[:, None, None, :]), pytorch_attention(d_model, heads, h, pads, seed),
+                     f"{name}(h, mask) on new tickets, of lengths {(~pads).sum(1).tolist()}, compared with "
+                     "nn.MultiheadAttention holding the same weights",
+                     hint="It is right on the check's own tickets: does it depend on more than h and mask?")
+    expect_learns(layer, h, pads[:, None, None, :], what=f"MultiHead({d_model}, {heads})")
 
     _bad_head_count(MultiHead, d_model, bad_heads)
     passed()
