@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_learns, expect_shape, load_fixed_norm, passed, task
+from grader.checks import call, expect, expect_learns, expect_shape, fresh_generator, load_fixed_norm, passed, task
 from grader.checks.heads import load_fixed_projections
 from grader.checks.residuals import load_fixed_weights
 
@@ -109,6 +109,34 @@ def block_parts(d_model, heads, d_ff, seed):
     return parts.eval()
 
 
+def attention_twin(parts, heads):
+    """nn.MultiheadAttention holding the q, k, v and out of `parts.attn`, in training mode with
+    dropout 0, so that it takes the plain path and computes every position."""
+    d_model = parts.attn.q.in_features
+    twin = nn.MultiheadAttention(d_model, heads, batch_first=True)
+    with torch.no_grad():
+        twin.in_proj_weight.copy_(torch.cat([getattr(parts.attn, name).weight for name in PROJECTIONS]))
+        twin.in_proj_bias.copy_(torch.cat([getattr(parts.attn, name).bias for name in PROJECTIONS]))
+        twin.out_proj.load_state_dict(parts.attn.out.state_dict())
+    return twin.train()
+
+
+def reference_layer(parts, heads, norm_first=True):
+    """nn.TransformerEncoderLayer holding the weights of a block's parts: batch-first, no dropout,
+    eval mode; pre-norm unless norm_first=False."""
+    first, second = feed_forward_linears(parts)
+    layer = nn.TransformerEncoderLayer(first.in_features, heads, first.out_features, dropout=0.0,
+                                       batch_first=True, norm_first=norm_first,
+                                       layer_norm_eps=parts.norm1.eps)
+    with torch.no_grad():
+        layer.self_attn.load_state_dict(attention_twin(parts, heads).state_dict())
+        layer.linear1.load_state_dict(first.state_dict())
+        layer.linear2.load_state_dict(second.state_dict())
+        layer.norm1.load_state_dict(parts.norm1.state_dict())
+        layer.norm2.load_state_dict(parts.norm2.state_dict())
+    return layer.eval()
+
+
 def inputs(batch, seq, d_model, seed, every_row_padded):
     """Random token vectors (pads hold random vectors too, so reading them shows) and a mask with
     a different number of real tokens per ticket; each ticket keeps at least two real tokens."""
@@ -119,6 +147,29 @@ def inputs(batch, seq, d_model, seed, every_row_padded):
         real = seq - 1 - (i * 2) % (seq - 2) if every_row_padded else seq - (i * 2) % (seq - 1)
         pad[i, max(real, 2):] = True
     return x, pad
+
+
+def fresh_inputs(d_model):
+    """Token vectors and a padding mask (every ticket keeps two real tokens or more) of sizes drawn
+    as the check runs (fresh_generator): no recorded result answers them."""
+    generator = fresh_generator()
+    batch, seq = int(torch.randint(2, 7, (), generator=generator)), int(torch.randint(3, 13, (), generator=generator))
+    lengths = torch.randint(2, seq + 1, (batch,), generator=generator)
+    return torch.randn(batch, seq, d_model, generator=generator), torch.arange(seq)[None, :] >= lengths[:, None]
+
+
+def expect_like_pytorch(forward, name, d_model, heads, d_ff, seed, norm_first=True):
+    """The student's block (holding the check's fixed weights) on fresh_inputs, with the mask and
+    without, against nn.TransformerEncoderLayer holding the same weights, built as the check runs."""
+    layer = reference_layer(block_parts(d_model, heads, d_ff, seed), heads, norm_first=norm_first)
+    x, pad = fresh_inputs(d_model)
+    for mask in (pad, None):
+        out = call(forward, x, mask) if mask is not None else call(forward, x)
+        want = layer(x, src_key_padding_mask=mask)
+        expect(isinstance(out, torch.Tensor) and out.shape == want.shape and close_at_real(out, want, mask),
+               f"{name} is right on the check's own tickets but differs from the reference on new ones, of "
+               f"shape {tuple(x.shape)}{' with padding' if mask is not None else ' without a mask'}: does "
+               "it depend on more than h, pad and its weights?")
 
 
 def _named(model, name):
@@ -340,6 +391,7 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
         expect(close_at_real(call(forward, x), results["right, no mask"], None),
                "block(h) without pad differs from the reference without src_key_padding_mask: "
                "pad=None should mean that no key is masked")
+        expect_like_pytorch(forward, "block(h, pad)", d_model, heads, d_ff, seed)
     expect_learns(model, x, pad, what=f"Block({d_model}, {heads}, {d_ff})")
     passed()
 
@@ -425,7 +477,9 @@ def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, see
             "what the grader does too: it builds your block with the course's own FeedForward. Your "
             "layout is yours to choose, so to_reference must not depend on it: as the task says, tell "
             "the feed-forward's two nn.Linear apart by their shapes, not by their names.") from None
-    expect(isinstance(layer, nn.TransformerEncoderLayer),
+    # PyTorch's class itself, whose forward is PyTorch's: with the block's weights and settings in
+    # place it is right on any tokens, and no subclass can answer the check's with recorded numbers.
+    expect(type(layer) is nn.TransformerEncoderLayer,
            f"to_reference should return an nn.TransformerEncoderLayer, got {type(layer).__name__}")
     expect(layer.norm_first, "the layer has norm_first=False, PyTorch's default: that is the "
            "post-norm block (the norm after the addition), another function of the same weights. "
@@ -497,5 +551,6 @@ def post_norm_block(PostNormBlock, d_model=64, heads=4, d_ff=256, batch=5, seq=9
         expect(close_at_real(call(forward, x), results["right, no mask"], None),
                "post_norm_block(h) without pad differs from the reference without a mask: pad=None "
                "should mean that no key is masked")
+        expect_like_pytorch(forward, "post_norm_block(h, pad)", d_model, heads, d_ff, seed, norm_first=False)
     expect_learns(model, x, pad, what=f"PostNormBlock({d_model}, {heads}, {d_ff})")
     passed()

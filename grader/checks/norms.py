@@ -16,6 +16,10 @@ would show), refuses PyTorch's own RMSNorm, names the usual mistakes (the mean s
 standard deviation, eps outside the root, the sum of the squares, no root, no weight, one statistic
 for the whole tensor, a fixed eps), and checks a root mean square of 1 per row and the scale taken
 out.
+
+Each check ends on inputs drawn as it runs (fresh_norm_inputs, and fresh batches for query_shift),
+compared with PyTorch's own norm or a shift known in closed form, so that in the student edition
+no recorded result (grader/references) can answer for the student's code.
 """
 
 
@@ -24,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_shape, passed, refusing, task
+from grader.checks import call, expect, expect_shape, fresh_generator, passed, refusing, task
 
 # ---------------------------------------------------------------------------------------------
 # layer_norm
@@ -141,7 +145,24 @@ def check_layer_norm(layer_norm, shapes=((3, 8), (2, 5, 16)), seed=0, eps=None):
     for i, shape in enumerate(shapes):
         _rows_are_standard(layer_norm, tuple(shape), seed + i)
     _scale_invariant(layer_norm, shapes[0][-1], seed)
+    x, weight, bias = fresh_norm_inputs()
+    out = _run_layer_norm(layer_norm, x, weight, bias, eps)
+    use = 1e-5 if eps is None else eps
+    expect(torch.allclose(out.double(), F.layer_norm(x.double(), (x.shape[-1],), weight.double(), bias.double(), use),
+                          atol=1e-5, rtol=1e-4),
+           f"layer_norm is right on the check's inputs but differs from F.layer_norm on new ones, of shape "
+           f"{tuple(x.shape)}: does it depend on more than x, weight, bias and eps?")
     passed()
+
+
+def fresh_norm_inputs():
+    """x, weight and bias of a shape and values drawn as the check runs (fresh_generator), so
+    that no recorded result answers them."""
+    generator = fresh_generator()
+    shape = tuple(torch.randint(2, 7, (2,), generator=generator).tolist()) + (8 * int(torch.randint(1, 5, (), generator=generator)),)
+    x = torch.randn(shape, generator=generator) * 3 + torch.randn(shape[:-1] + (1,), generator=generator)
+    weight = torch.rand(shape[-1], generator=generator) + 0.5
+    return x, weight, torch.randn(shape[-1], generator=generator)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,6 +266,24 @@ def _check_known(query_shift, widths_differ, swap=False):
                          "and `norm(other)[0]` over the positions both have.")
 
 
+def _check_fresh(query_shift):
+    """AddBatchMean on two batches drawn as the check runs (fresh_generator), which share row 0:
+    at each position both have, row 0 moves by the difference of the other rows' sums over b."""
+    generator = fresh_generator()
+    b, s, d = (int(n) for n in torch.randint(2, 7, (3,), generator=generator))
+    batch = torch.randn(b, s, d, generator=generator)
+    other = torch.randn(b, s + 1, d, generator=generator)
+    other[0, :s] = batch[0]
+    other[0, s:] = 0
+    want = ((batch[1:].sum(0) - other[1:, :s].sum(0)) / b).abs().max().item()
+    got = _shift(query_shift, AddBatchMean(), batch, other)
+    expect(abs(got - want) <= 1e-5 * max(1.0, want),
+           f"query_shift is right on the check's own batches but not on new ones: with the test 'norm' "
+           f"that adds the batch mean, row 0 of a {tuple(batch.shape)} batch moves by up to {want:.6g} "
+           f"against one of shape {tuple(other.shape)}, and it returned {got:.6g}. Does it depend on more "
+           "than the norm and the two batches?")
+
+
 def _ticket_batches(seed, b, s, d, extra_pads):
     """Two embedded-like batches sharing row 0: different neighbours, and `extra_pads` more pad
     columns (zero vectors) in `other`."""
@@ -266,6 +305,7 @@ def check_query_shift(query_shift, seed=0, b=4, s=6, d=8, extra_pads=3):
     _check_known(query_shift, widths_differ=False)
     _check_known(query_shift, widths_differ=True)
     _check_known(query_shift, widths_differ=True, swap=True)
+    _check_fresh(query_shift)
 
     batch, other = _ticket_batches(seed, b, s, d, extra_pads)
     torch.manual_seed(seed)
@@ -349,9 +389,9 @@ def check_rms_norm(rms_norm, shapes=((3, 8), (2, 5, 16)), seed=0, eps=None):
         shape = tuple(shape)
         x, weight, _ = norm_inputs(shape, seed + i)
         kept = x.clone()
-        expected = references.expected("norms", "rms_norm", shape, seed + i, use)
+        expected = _pytorch_rms_norm(x, weight, use)
         mistakes = references.expected("norms", "rms_norm_mistakes", shape, seed + i, use)
-        default = references.expected("norms", "rms_norm", shape, seed + i, RMS_EPS)
+        default = _pytorch_rms_norm(x, weight, RMS_EPS)
         out = _run_rms_norm(rms_norm, x, weight, eps)
         expect(torch.equal(x, kept), "rms_norm changed its input x in place; compute a new tensor")
         if torch.allclose(out.double(), expected, atol=1e-5, rtol=1e-4):
@@ -378,4 +418,14 @@ def check_rms_norm(rms_norm, shapes=((3, 8), (2, 5, 16)), seed=0, eps=None):
     big = _run_rms_norm(rms_norm, x * 1000, ones, eps)
     expect(torch.allclose(big[ordinary], out[ordinary].float(), atol=1e-4, rtol=1e-3),
            "a row times 1000 should leave with the same numbers (the norm takes out the scale)")
+    x, weight, _ = fresh_norm_inputs()
+    expect(torch.allclose(_run_rms_norm(rms_norm, x, weight, eps).double(), _pytorch_rms_norm(x, weight, use),
+                          atol=1e-5, rtol=1e-4),
+           f"rms_norm is right on the check's inputs but differs from F.rms_norm on new ones, of shape "
+           f"{tuple(x.shape)}: does it depend on more than x, weight and eps?")
     passed()
+
+
+def _pytorch_rms_norm(x, weight, eps):
+    """PyTorch's own RMS norm, in float64, computed as the check runs (never recorded)."""
+    return F.rms_norm(x.double(), (x.shape[-1],), weight.double(), eps)

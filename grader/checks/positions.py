@@ -10,6 +10,10 @@ the contract of COURSE.md (row 2), never with numbers printed on another machine
 - sinusoid is the interleaved sin/cos table of the original transformer (base 10000, angle
   pos / 10000^(2i/d) shared by columns 2i and 2i+1), every row of norm sqrt(d/2);
 - mean_pool averages the real tokens only, wherever the pads are and whatever they hold.
+
+The sinusoid and mean_pool checks end on sizes and tokens drawn as they run (fresh_generator),
+compared with the contract computed there, so that in the student edition no recorded result
+(grader/references) can answer for the student's code.
 """
 
 import math
@@ -19,7 +23,7 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_close, expect_learns, expect_shape, passed, task
+from grader.checks import call, expect, expect_close, expect_learns, expect_shape, fresh_generator, passed, task
 
 # ---------------------------------------------------------------------------------------------
 # LearnedPositions
@@ -232,7 +236,22 @@ def check_sinusoid(sinusoid, length=50, d=64, atol=1e-3):
         raise AssertionError(
             f"sinusoid({length}, {d}) differs from sin/cos(pos / 10000^(2i/d)) by up to "
             f"{gap.max():.3g}, first at position {where[0]}, column {where[1]}.")
+    generator = fresh_generator()
+    length, d = int(torch.randint(2, 41, (), generator=generator)), 2 * int(torch.randint(1, 17, (), generator=generator))
+    table = call(sinusoid, length, d)
+    expect(isinstance(table, torch.Tensor) and tuple(table.shape) == (length, d) and _close(
+               table.detach(), _contract_table(length, d), atol),
+           f"sinusoid is right at the check's sizes but not at new ones, ({length}, {d}): "
+           "does it depend on more than its two arguments?")
     passed()
+
+
+def _contract_table(length, d):
+    """The contract's table, in float64, computed as the check runs: column 2i holds sin and
+    column 2i + 1 cos of pos / 10000^(2i/d)."""
+    frequencies = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = torch.arange(length, dtype=torch.float64)[:, None] * frequencies
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(length, d)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,4 +336,13 @@ def check_mean_pool(mean_pool, lengths=(6, 3, 1, 4), s=6, d=8, left=(3,), seed=0
                    "mean_pool with 5 more padding columns")
     expect_close(longer, out, "mean_pool with 5 more padding columns",
                  hint="More padding (a longer ticket in the batch) must not change a row's vector.")
+    generator = fresh_generator()
+    b, s, d = (int(n) for n in torch.randint(2, 9, (3,), generator=generator))
+    lengths = torch.randint(1, s + 1, (b,), generator=generator).tolist()
+    h = torch.randn(b, s, d, generator=generator)
+    pad = _pads(lengths, s, left=tuple(r for r in range(b) if torch.rand((), generator=generator) < 0.5))
+    expect_close(_pool(mean_pool, h, pad, f"mean_pool(h {(b, s, d)}, pad {(b, s)})"),
+                 torch.stack([h[r][~pad[r]].mean(0) for r in range(b)]),
+                 f"mean_pool on new tokens, {b} rows of {s} positions with {lengths} real tokens,",
+                 hint="It is right on the check's own tokens: does it depend on more than h and pad?")
     passed()

@@ -20,10 +20,13 @@ import functools
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_close, expect_learns, expect_shape, load_fixed_linears, passed, task
+from grader.checks import (call, expect, expect_close, expect_learns, expect_shape, fresh_generator, load_fixed_linears,
+                           passed, task)
+from ticketnet import attention
 
 
 def _one_thread(check):
@@ -43,6 +46,37 @@ def _one_thread(check):
 def seeded_tokens(batch, length, d, seed):
     """Token vectors drawn with a private generator, so the student's seeds do not matter."""
     return torch.randn(batch, length, d, generator=torch.Generator().manual_seed(seed))
+
+
+def fresh_tokens(d):
+    """Token vectors of a batch and length drawn as the check runs (fresh_generator): no recorded
+    result (the student edition's grader/references) answers them."""
+    generator = fresh_generator()
+    batch, length = (int(n) for n in torch.randint(2, 9, (2,), generator=generator))
+    return torch.randn(batch, length, d, generator=generator)
+
+
+def expect_mixing_stack(module, linears, residual, what, alphas=None):
+    """The stack on fresh_tokens against the stack computed here from its own Linear layers (and
+    `alphas`, for ReZero): for each Linear, change = linear(attention(h, h, h)), then h + change
+    (scaled by its alpha) or, without shortcuts, the change. The float64 result judges the float32
+    one with a tolerance that grows with what float32 itself loses on these tokens, as deep stacks
+    of softmaxes amplify rounding."""
+    h = fresh_tokens(linears[0].in_features)
+    out = _forward(module, h)
+
+    def stack(h, dtype):
+        h = h.to(dtype)
+        for i, linear in enumerate(linears):
+            change = F.linear(attention(h, h, h)[0], linear.weight.detach().to(dtype), linear.bias.detach().to(dtype))
+            change = change if alphas is None else alphas[i].item() * change
+            h = h + change if residual else change
+        return h
+
+    exact = stack(h, torch.float64)
+    atol = 1e-4 + 10 * (stack(h, torch.float32).double() - exact).abs().max().item()
+    expect_close(out.double(), exact, f"{what} on new tokens, of shape {tuple(h.shape)},", atol=atol,
+                 hint="It is right on the check's own tokens: does it depend on more than h and its weights?")
 
 
 def feed_forward_linears(module):
@@ -168,6 +202,11 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
         expect_close(out, reference, f"{what}'s output",
                      hint=f"Expected Linear({d_model}, {d_ff}) -> ReLU -> Linear({d_ff}, {d_model}), "
                           "with the check's weights put in your two Linear layers.")
+    h = fresh_tokens(d_model)
+    with torch.no_grad():
+        expect_close(_forward(ffn, h), second[0](torch.relu(first[0](h))), f"{what} on new tokens, of shape "
+                     f"{tuple(h.shape)},", hint="It is right on the check's own tokens: does it depend on more "
+                     "than h and its two Linear layers?")
     expect_learns(ffn, h, what=what)
     passed()
 
@@ -319,7 +358,9 @@ def _stack_outputs(DeepStack, d_model, depth, seed):
                           "then that Linear; the result added to h with residual=True, in place of h "
                           "without it.")
     for residual, module in modules.items():
-        expect_learns(module, h, what=f"DeepStack({d_model}, {depth}, residual={residual})")
+        what = f"DeepStack({d_model}, {depth}, residual={residual})"
+        expect_mixing_stack(module, feed_forward_linears(module), residual, what)
+        expect_learns(module, h, what=what)
     return outputs
 
 
@@ -470,5 +511,6 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
     expect_close(out.double(), exact, f"{what}'s output with its alphas set to [{shown}, ...]", atol=atol,
                  hint="Expected, for block i in order: h = h + alpha[i] * linear_i(attention(h, h, h)[0]), "
                       "with your Linear layers (holding the check's weights) and alphas.")
+    expect_mixing_stack(module, linears, True, what, alphas=values)
     expect_learns(module, h, what=what)
     passed()

@@ -1,6 +1,6 @@
 """The results the checks of section 3 compare with (grader/checks/norms.py): the layer norm and
-RMS norm of the check's inputs, right and with the usual mistakes, and the shifts of a query under
-a test 'norm' whose answer is known."""
+RMS norm of the check's inputs with the usual mistakes (the right ones are PyTorch's own, which the
+checks compute as they run), and the shifts of a query under a test 'norm' whose answer is known."""
 
 import torch
 
@@ -81,12 +81,6 @@ def _rms(x, dims, eps, squares="mean", eps_outside=False):
     """The divisor of each row: the root mean square (or a usual wrong one)."""
     total = (x ** 2).sum(dim=dims, keepdim=True) if squares == "sum" else (x ** 2).mean(dim=dims, keepdim=True)
     return total.sqrt() + eps if eps_outside else (total + eps).sqrt()
-
-
-def rms_norm(shape, seed, eps):
-    """The RMS norm of the inputs of `shape` and `seed`, in float64."""
-    x, weight, _ = (t.double() for t in norm_inputs(shape, seed))
-    return x / _rms(x, (x.dim() - 1,), eps) * weight
 
 
 def rms_norm_mistakes(shape, seed, eps):
