@@ -21,7 +21,8 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_close, expect_learns, expect_shape, passed, task
+from grader.checks import call, expect, expect_close, expect_learns, expect_shape, fresh_generator, passed, task
+from grader.checks.positions import sinusoid_table
 
 PAD = 0
 
@@ -320,8 +321,31 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
                  hint="With the check's weights put in it, it should compute as TinyTransformer does "
                       "with the sinusoid added to the embeddings: embed, + sinusoid, blocks with the "
                       "padding mask, final norm, mean of the real tokens, out.")
+    generator = fresh_generator()
+    b, s = int(torch.randint(2, 6, (), generator=generator)), int(torch.randint(2, 90, (), generator=generator))
+    ids = torch.randint(2, vocab_size, (b, s), generator=generator)
+    ids[torch.arange(s)[None, :] >= torch.randint(1, s + 1, (b, 1), generator=generator)] = PAD
+    with torch.random.fork_rng():  # building layers draws: the student's next draw must not move
+        twin = sinusoid_twin(vocab_size, classes, s, seed)
+    with torch.enable_grad():  # the layer's plain path
+        want = twin(ids).detach()
+    expect_close(_scores(model, ids, "SinusoidEncoder"), want, f"SinusoidEncoder's output on new tickets, of "
+                 f"shape {tuple(ids.shape)},", hint="It is right on the check's own tickets: does it depend on "
+                 "more than the ids and its weights?")
     expect_learns(model, final_ids(vocab_size, seed), what="SinusoidEncoder", frozen_allowed=True)
     model.train()
     passed()
+
+
+def sinusoid_twin(vocab_size, classes, s, seed):
+    """What SinusoidEncoder should compute on tickets of up to `s` tokens, holding the check's fixed
+    weights, built as the check runs: ticketnet.TinyTransformer whose position table is the
+    sinusoid, frozen (a sinusoid is a position table that is computed, not learned)."""
+    from ticketnet import TinyTransformer
+    twin = TinyTransformer(vocab_size, classes=classes, max_tokens=s).eval()
+    load_fixed_parameters({name: p for name, p in twin.named_parameters() if not name.startswith("position.")}, seed)
+    with torch.no_grad():
+        twin.position.weight.copy_(sinusoid_table(s, twin.embed.embedding_dim))
+    return twin
 
 

@@ -161,7 +161,8 @@ def fresh_inputs(d_model):
 def expect_like_pytorch(forward, name, d_model, heads, d_ff, seed, norm_first=True):
     """The student's block (holding the check's fixed weights) on fresh_inputs, with the mask and
     without, against nn.TransformerEncoderLayer holding the same weights, built as the check runs."""
-    layer = reference_layer(block_parts(d_model, heads, d_ff, seed), heads, norm_first=norm_first)
+    with torch.random.fork_rng():  # building layers draws: the student's next draw must not move
+        layer = reference_layer(block_parts(d_model, heads, d_ff, seed), heads, norm_first=norm_first)
     x, pad = fresh_inputs(d_model)
     for mask in (pad, None):
         out = call(forward, x, mask) if mask is not None else call(forward, x)

@@ -264,9 +264,10 @@ def pytorch_attention(d_model, heads, h, pad, seed):
     """nn.MultiheadAttention holding the check's fixed weights (load_fixed_projections) on `h`,
     reading no key where `pad` (b, s) is True, or every key when `pad` is None: what MultiHead
     should give. Computed as the check runs, never recorded."""
-    projections = {name: nn.Linear(d_model, d_model) for name in ("q", "k", "v", "out")}
+    with torch.random.fork_rng():  # building layers draws: the student's next draw must not move
+        projections = {name: nn.Linear(d_model, d_model) for name in ("q", "k", "v", "out")}
+        twin = nn.MultiheadAttention(d_model, heads, batch_first=True).train()  # dropout 0: the plain path
     load_fixed_projections(projections, seed)
-    twin = nn.MultiheadAttention(d_model, heads, batch_first=True).train()  # dropout 0: the plain path
     with torch.no_grad():
         twin.in_proj_weight.copy_(torch.cat([projections[n].weight for n in ("q", "k", "v")]))
         twin.in_proj_bias.copy_(torch.cat([projections[n].bias for n in ("q", "k", "v")]))

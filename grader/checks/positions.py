@@ -240,13 +240,13 @@ def check_sinusoid(sinusoid, length=50, d=64, atol=1e-3):
     length, d = int(torch.randint(2, 41, (), generator=generator)), 2 * int(torch.randint(1, 17, (), generator=generator))
     table = call(sinusoid, length, d)
     expect(isinstance(table, torch.Tensor) and tuple(table.shape) == (length, d) and _close(
-               table.detach(), _contract_table(length, d), atol),
+               table.detach(), sinusoid_table(length, d), atol),
            f"sinusoid is right at the check's sizes but not at new ones, ({length}, {d}): "
            "does it depend on more than its two arguments?")
     passed()
 
 
-def _contract_table(length, d):
+def sinusoid_table(length, d):
     """The contract's table, in float64, computed as the check runs: column 2i holds sin and
     column 2i + 1 cos of pos / 10000^(2i/d)."""
     frequencies = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)

@@ -41,9 +41,11 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import Counted, call, expect, expect_learns, expect_shape, load_fixed_linears, load_fixed_norm, passed, task
+from grader.checks import (Counted, call, expect, expect_learns, expect_shape, fresh_generator, load_fixed_linears,
+                           load_fixed_norm, passed, task)
 from grader.checks import prediction  # noqa: F401 (for the notebook)
-from grader.checks.block import BlockParts, block_parts, close_at_real, expected_counts, feed_forward_linears, load_fixed_block
+from grader.checks.block import (BlockParts, block_parts, close_at_real, expected_counts, feed_forward_linears,
+                                 load_fixed_block, reference_layer)
 
 TEAMS = ("delivery", "returns", "payment", "warranty", "account")  # as ticketnet.TEAMS
 
@@ -178,6 +180,20 @@ def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
                 "right / tickets over every ticket." if _same(got, mean) else "")
         raise AssertionError(f"the `all` row: {r} of {n} tickets are right, accuracy {a:.4f}; the "
                              f"table says {got:.4f}.{hint}{_show(table)}")
+    rows, names = named_case("random", int(torch.randint(2**31, (), generator=fresh_generator())))
+    predicted = torch.tensor([TEAMS.index(t) for t in names]) if as_tensor else list(names)
+    table = call(style_accuracy, rows, predicted)
+    counted = {}
+    for row, team in zip(rows, names):
+        right, n = counted.get(row["style"], (0, 0))
+        counted[row["style"]] = (right + (team == row["team"]), n + 1)
+    counted["all"] = (sum(r for r, _ in counted.values()), len(rows))
+    expect(isinstance(table, pd.DataFrame) and {"accuracy", "tickets"} <= set(table.columns)
+           and sorted(str(i) for i in table.index) == sorted(counted) and all(
+               int(table["tickets"].loc[style]) == n and _same(table["accuracy"].loc[style], r / n)
+               for style, (r, n) in counted.items()),
+           f"style_accuracy is right on the check's own tickets but not on {len(rows)} new ones: does it "
+           f"depend on more than the rows and the predictions?{_show(table)}")
     passed()
 
 
@@ -261,6 +277,17 @@ def choose_and_test(choose_and_test, case="visible"):
     expect(isinstance(score, (int, float)) and not isinstance(score, bool) and _same(score, expected),
            f"the test accuracy returned should be what score_on_test({chosen!r}) returned, {expected}; "
            f"got {score!r}.")
+    generator = fresh_generator()
+    scores = torch.rand(int(torch.randint(2, 7, (), generator=generator)), 2, generator=generator).tolist()
+    models = {f"model_{i}": (round(v, 4), round(t, 4)) for i, (v, t) in enumerate(scores)}
+    best = max(v for v, _ in models.values())
+    test = _Test(models)
+    result = call(choose_and_test, {name: v for name, (v, _) in models.items()}, test)
+    expect(len(test.calls) == 1 and isinstance(result, tuple) and len(result) == 2 and result[0] == test.calls[0]
+           and models[result[0]][0] == best and _same(result[1], models[result[0]][1]),
+           f"choose_and_test is right on the check's own models but not on {len(models)} new ones, "
+           f"{models} (validation, test): it scored {test.calls} on test and returned {result!r}. Does it "
+           "depend on more than valid_accuracy and score_on_test?")
     passed()
 
 
@@ -307,6 +334,21 @@ def encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens, classes=len(T
     return BlockParts(embed=nn.Embedding(vocab_size, dim, padding_idx=PAD), position=nn.Embedding(max_tokens, dim),
                   blocks=nn.ModuleList(block_parts(dim, heads, ffn, seed=i) for i in range(blocks)),
                   norm=nn.LayerNorm(dim), out=nn.Linear(dim, classes))
+
+
+def tiny_twin(parts, heads):
+    """ticketnet.TinyTransformer (without dropout, in eval mode) holding the weights of an
+    encoder's parts: what an encoder of those parts computes, built as the check runs."""
+    from ticketnet import TinyTransformer
+    vocab_size, dim = parts.embed.weight.shape
+    first, _ = feed_forward_linears(parts.blocks[0])
+    twin = TinyTransformer(vocab_size, dim=dim, heads=heads, blocks=len(parts.blocks), ffn=first.out_features,
+                           max_tokens=parts.position.num_embeddings, dropout=0.0, classes=parts.out.out_features)
+    for name in ("embed", "position", "norm", "out"):
+        getattr(twin, name).load_state_dict(getattr(parts, name).state_dict())
+    for layer, block in zip(twin.blocks.layers, parts.blocks):
+        layer.load_state_dict(reference_layer(block, heads).state_dict())
+    return twin.eval()
 
 
 def fixed_encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens, classes, seed):
@@ -450,6 +492,17 @@ def encoder(Encoder, vocab_size=50, dim=16, heads=2, blocks=3, ffn=24, max_token
         longer = torch.cat([ids, torch.full((batch, 2), PAD)], 1)  # the same tickets, two more pads
         expect(torch.allclose(call(_named_encoder(model), longer), out, atol=1e-5, rtol=1e-4),
                "a ticket's scores changed when two pads were added at its end: the pads are read")
+        generator = fresh_generator()
+        ids = _tickets(vocab_size, int(torch.randint(2, 7, (), generator=generator)),
+                       int(torch.randint(2, max_tokens + 1, (), generator=generator)), generator)
+        with torch.random.fork_rng():  # building layers draws: the student's next draw must not move
+            twin = tiny_twin(fixed_encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens, classes, seed), heads)
+        with torch.enable_grad():  # the layer's plain path, as the student's blocks compute it
+            want = twin(ids).detach()
+        out = call(_named_encoder(model), ids)
+        expect(isinstance(out, torch.Tensor) and out.shape == want.shape and torch.allclose(out, want, atol=1e-5, rtol=1e-4),
+               f"encoder(ids) is right on the check's own tickets but differs from TinyTransformer's on new "
+               f"ones, of shape {tuple(ids.shape)}: does it depend on more than the ids and its weights?")
     expect_learns(model, ids, what="the encoder")
     passed()
 
