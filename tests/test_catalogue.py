@@ -146,3 +146,39 @@ def test_every_section_has_a_catalogue_that_names_each_mistake(section):
     assert {e.name for e in wrong} == tasks and {e.name for e in right} <= tasks
     generic = [e.mistake for e in wrong if all(word.lower() in GENERIC for word in e.expect)]
     assert not generic, f"expected words that name no mistake: {generic}"
+
+
+# Checks whose right result is the task's answer itself, a recipe with no input to vary: in the
+# student edition a recorded value still passes them; grading's hidden tests, at other settings,
+# catch it (issue 41).
+RECORDED_ONLY = {"first_layer_gradient"}
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_in_the_student_edition_a_check_that_reads_recorded_results_ends_on_inputs_drawn_as_it_runs(section, monkeypatch):
+    """The student edition holds the results its checks compare with, and a student's code can
+    read them. A check that reads one must also test the code on inputs drawn as it runs
+    (grader.checks.fresh_generator), which no recorded result answers (issue 41)."""
+    import os
+
+    import grader.checks
+    run = session(section, "student")
+    drawn, read = [], []
+
+    class _Drawing:  # grader.checks' `os`, counting what fresh_generator draws
+        @staticmethod
+        def urandom(n):
+            drawn.append(n)
+            return os.urandom(n)
+
+    monkeypatch.setattr(grader.checks, "os", _Drawing)
+    lookup = run.lookup
+    monkeypatch.setattr(run, "lookup", lambda *key: read.append(key) or lookup(*key))
+    unguarded = []
+    for name, answer in run.answers.items():
+        drawn.clear()
+        read.clear()
+        assert run.verdict(name, answer) is None, name
+        if read and not drawn and name not in RECORDED_ONLY:
+            unguarded.append(name)
+    assert not unguarded, f"checks that a recorded result alone can pass in the student edition: {unguarded}"
