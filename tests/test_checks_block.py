@@ -61,12 +61,12 @@ class PostNorm(Block):
 def parts_and_batch(seed=0, d_model=32, heads=4, d_ff=64):
     parts = check.block_parts(d_model, heads, d_ff, seed)
     x, pad = check.inputs(4, 7, d_model, seed, every_row_padded=True)
-    return parts, check.attention_twin(parts, heads), x, pad
+    return parts, results.attention_twin(parts, heads), x, pad
 
 
 def test_blocks_written_here_pass_every_check(capsys):
     check.block(Block)
-    check.to_reference(lambda parts: check.reference_layer(parts, parts.heads))
+    check.to_reference(lambda parts: results.reference_layer(parts, parts.heads))
     check.post_norm_block(PostNorm)
     assert capsys.readouterr().out.count("Check passed") == 3
 
@@ -99,7 +99,7 @@ def test_a_wrong_earlier_part_is_blamed_and_not_the_block(broken, words):
 
 def test_the_reference_and_the_right_variant_agree_with_and_without_gradients():
     parts, twin, x, pad = parts_and_batch()
-    reference = check.reference_layer(parts, 4)
+    reference = results.reference_layer(parts, 4)
     assert reference.norm_first and reference.self_attn.batch_first and not reference.training
     right = results.variant(parts, twin, x, pad)
     assert check.close_at_real(reference(x, src_key_padding_mask=pad).detach(), right.detach(), pad)

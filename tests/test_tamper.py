@@ -607,9 +607,7 @@ def test_gradients_made_up_in_the_kernel_earn_nothing(tmp_path):
 def test_a_recorded_result_alone_passes_no_check_of_section_1_in_the_student_edition(monkeypatch):
     """Issue 41: the student edition holds the results the visible checks compare with. Masks that
     answer with a recorded one (or its recorded inversion) printed "Check passed". Each check now
-    ends on tickets drawn as it runs, and MultiHead's right output is computed by
-    nn.MultiheadAttention as the check runs, never recorded."""
-    import torch
+    ends on tickets drawn as it runs."""
     from grader import publish, references
     from grader.checks import heads
     from grader.course import reference_key
@@ -623,7 +621,4 @@ def test_a_recorded_result_alone_passes_no_check_of_section_1_in_the_student_edi
         heads.key_padding_mask(lambda ids: padding["right"].clone())
     with pytest.raises(AssertionError, match="right on the check's tickets but not on new ones"):
         heads.causal_mask(lambda ids: ~causal["inverted"])
-    multi_head = recorded["heads.multi_head(64, 4, (5, 24, 11), 0)"]
-    assert not {"right", "no mask"} & set(multi_head)
     heads.key_padding_mask(lambda ids: (ids == PAD)[:, None, None, :])  # computed: passes on any tickets
-    assert isinstance(multi_head["no output projection"], torch.Tensor)

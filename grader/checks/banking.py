@@ -22,7 +22,6 @@ from torch import nn
 
 from grader import references
 from grader.checks import call, expect, expect_close, expect_learns, expect_shape, fresh_generator, passed, task
-from grader.checks.positions import sinusoid_table
 
 PAD = 0
 
@@ -322,7 +321,7 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
                       "with the sinusoid added to the embeddings: embed, + sinusoid, blocks with the "
                       "padding mask, final norm, mean of the real tokens, out.")
     generator = fresh_generator()
-    b, s = int(torch.randint(2, 6, (), generator=generator)), int(torch.randint(2, 90, (), generator=generator))
+    b, s = int(torch.randint(2, 6, (), generator=generator)), int(torch.randint(2, FRESH_LONGEST + 1, (), generator=generator))
     ids = torch.randint(2, vocab_size, (b, s), generator=generator)
     ids[torch.arange(s)[None, :] >= torch.randint(1, s + 1, (b, 1), generator=generator)] = PAD
     with torch.random.fork_rng():  # building layers draws: the student's next draw must not move
@@ -337,15 +336,19 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
     passed()
 
 
+FRESH_LONGEST = 90  # the longest new tickets the check draws; the sinusoid is recorded this long
+
+
 def sinusoid_twin(vocab_size, classes, s, seed):
     """What SinusoidEncoder should compute on tickets of up to `s` tokens, holding the check's fixed
-    weights, built as the check runs: ticketnet.TinyTransformer whose position table is the
-    sinusoid, frozen (a sinusoid is a position table that is computed, not learned)."""
+    weights, built as the check runs: ticketnet.TinyTransformer whose position table holds the
+    sinusoid's first `s` rows (a sinusoid is a position table that is computed, not learned)."""
     from ticketnet import TinyTransformer
     twin = TinyTransformer(vocab_size, classes=classes, max_tokens=s).eval()
     load_fixed_parameters({name: p for name, p in twin.named_parameters() if not name.startswith("position.")}, seed)
+    table = references.expected("banking", "added_tables", FRESH_LONGEST, twin.embed.embedding_dim)["right"]
     with torch.no_grad():
-        twin.position.weight.copy_(sinusoid_table(s, twin.embed.embedding_dim))
+        twin.position.weight.copy_(table[:s])
     return twin
 
 

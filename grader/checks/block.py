@@ -33,6 +33,11 @@ When the output is wrong, the check compares it with the usual mistakes made wit
 weights, one to three at a time (the other norm order, a missing or misplaced residual, the mask
 ignored or inverted, the norms swapped, no ReLU), and names the combination that reproduces the
 student's numbers.
+
+Block and PostNormBlock end on tokens drawn as the check runs, with each branch's output weights at
+zero so that the block's output is known from the biases (`expect_branches_add`), and to_reference
+must return PyTorch's class itself: in the student edition no recorded result can stand in for the
+student's code.
 """
 
 import itertools
@@ -109,34 +114,6 @@ def block_parts(d_model, heads, d_ff, seed):
     return parts.eval()
 
 
-def attention_twin(parts, heads):
-    """nn.MultiheadAttention holding the q, k, v and out of `parts.attn`, in training mode with
-    dropout 0, so that it takes the plain path and computes every position."""
-    d_model = parts.attn.q.in_features
-    twin = nn.MultiheadAttention(d_model, heads, batch_first=True)
-    with torch.no_grad():
-        twin.in_proj_weight.copy_(torch.cat([getattr(parts.attn, name).weight for name in PROJECTIONS]))
-        twin.in_proj_bias.copy_(torch.cat([getattr(parts.attn, name).bias for name in PROJECTIONS]))
-        twin.out_proj.load_state_dict(parts.attn.out.state_dict())
-    return twin.train()
-
-
-def reference_layer(parts, heads, norm_first=True):
-    """nn.TransformerEncoderLayer holding the weights of a block's parts: batch-first, no dropout,
-    eval mode; pre-norm unless norm_first=False."""
-    first, second = feed_forward_linears(parts)
-    layer = nn.TransformerEncoderLayer(first.in_features, heads, first.out_features, dropout=0.0,
-                                       batch_first=True, norm_first=norm_first,
-                                       layer_norm_eps=parts.norm1.eps)
-    with torch.no_grad():
-        layer.self_attn.load_state_dict(attention_twin(parts, heads).state_dict())
-        layer.linear1.load_state_dict(first.state_dict())
-        layer.linear2.load_state_dict(second.state_dict())
-        layer.norm1.load_state_dict(parts.norm1.state_dict())
-        layer.norm2.load_state_dict(parts.norm2.state_dict())
-    return layer.eval()
-
-
 def inputs(batch, seq, d_model, seed, every_row_padded):
     """Random token vectors (pads hold random vectors too, so reading them shows) and a mask with
     a different number of real tokens per ticket; each ticket keeps at least two real tokens."""
@@ -149,28 +126,36 @@ def inputs(batch, seq, d_model, seed, every_row_padded):
     return x, pad
 
 
-def fresh_inputs(d_model):
-    """Token vectors and a padding mask (every ticket keeps two real tokens or more) of sizes drawn
-    as the check runs (fresh_generator): no recorded result answers them."""
+def expect_branches_add(forward, block, name, norm_first=True):
+    """The block on tokens drawn as it runs (fresh_generator), with the output weights of its two
+    branches at zero (attn.out's, and the feed-forward's narrowing Linear's) and new biases b and c:
+    each branch then gives its bias alone, whatever attention and the ReLU compute, so a pre-norm
+    block returns h + b + c and a post-norm one norm2(norm1(h + b) + c). No recorded result answers
+    new tokens; the two layers get their weights back after."""
     generator = fresh_generator()
     batch, seq = int(torch.randint(2, 7, (), generator=generator)), int(torch.randint(3, 13, (), generator=generator))
-    lengths = torch.randint(2, seq + 1, (batch,), generator=generator)
-    return torch.randn(batch, seq, d_model, generator=generator), torch.arange(seq)[None, :] >= lengths[:, None]
-
-
-def expect_like_pytorch(forward, name, d_model, heads, d_ff, seed, norm_first=True):
-    """The student's block (holding the check's fixed weights) on fresh_inputs, with the mask and
-    without, against nn.TransformerEncoderLayer holding the same weights, built as the check runs."""
-    with torch.random.fork_rng():  # building layers draws: the student's next draw must not move
-        layer = reference_layer(block_parts(d_model, heads, d_ff, seed), heads, norm_first=norm_first)
-    x, pad = fresh_inputs(d_model)
-    for mask in (pad, None):
-        out = call(forward, x, mask) if mask is not None else call(forward, x)
-        want = layer(x, src_key_padding_mask=mask)
-        expect(isinstance(out, torch.Tensor) and out.shape == want.shape and close_at_real(out, want, mask),
-               f"{name} is right on the check's own tickets but differs from the reference on new ones, of "
-               f"shape {tuple(x.shape)}{' with padding' if mask is not None else ' without a mask'}: does "
-               "it depend on more than h, pad and its weights?")
+    h = torch.randn(batch, seq, block.norm1.normalized_shape[0], generator=generator)
+    pad = torch.arange(seq)[None, :] >= torch.randint(2, seq + 1, (batch, 1), generator=generator)
+    outputs = (block.attn.out, feed_forward_linears(block)[1])
+    kept = [(linear.weight.detach().clone(), linear.bias.detach().clone()) for linear in outputs]
+    b, c = (torch.randn(linear.bias.shape, generator=generator) for linear in outputs)
+    with torch.no_grad():
+        try:
+            for linear, bias in zip(outputs, (b, c)):
+                linear.weight.zero_()
+                linear.bias.copy_(bias)
+            out = call(forward, h, pad)
+        finally:
+            for linear, (weight, bias) in zip(outputs, kept):
+                linear.weight.copy_(weight)
+                linear.bias.copy_(bias)
+        want = h + b + c if norm_first else block.norm2(block.norm1(h + b) + c)
+    expect(isinstance(out, torch.Tensor) and out.shape == want.shape and close_at_real(out, want, pad),
+           f"{name} on new tokens, of shape {tuple(h.shape)}, with the weights of attn.out and of the "
+           "feed-forward's second Linear at zero, differs from "
+           + ("h + their biases" if norm_first else "norm2(norm1(h + attn.out's bias) + the other's bias)")
+           + ": each branch then gives its bias alone. It is right on the check's own tokens: does it "
+           "depend on more than h, pad and its weights?")
 
 
 def _named(model, name):
@@ -392,7 +377,7 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
         expect(close_at_real(call(forward, x), results["right, no mask"], None),
                "block(h) without pad differs from the reference without src_key_padding_mask: "
                "pad=None should mean that no key is masked")
-        expect_like_pytorch(forward, "block(h, pad)", d_model, heads, d_ff, seed)
+        expect_branches_add(forward, model, "block(h, pad)")
     expect_learns(model, x, pad, what=f"Block({d_model}, {heads}, {d_ff})")
     passed()
 
@@ -552,6 +537,6 @@ def post_norm_block(PostNormBlock, d_model=64, heads=4, d_ff=256, batch=5, seq=9
         expect(close_at_real(call(forward, x), results["right, no mask"], None),
                "post_norm_block(h) without pad differs from the reference without a mask: pad=None "
                "should mean that no key is masked")
-        expect_like_pytorch(forward, "post_norm_block(h, pad)", d_model, heads, d_ff, seed, norm_first=False)
+        expect_branches_add(forward, model, "post_norm_block(h, pad)", norm_first=False)
     expect_learns(model, x, pad, what=f"PostNormBlock({d_model}, {heads}, {d_ff})")
     passed()

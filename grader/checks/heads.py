@@ -4,10 +4,12 @@ One public function per graded name: split_heads, merge_heads, key_padding_mask,
 Each builds its own small inputs from a seed, runs the student's code through `call`, prints
 "Check passed" or raises AssertionError naming the likely mistake. The masks are compared with
 grader.references, right and with the usual slips. The MultiHead check puts fixed weights in the
-student's q, k, v and out, compares the output with nn.MultiheadAttention holding them, and when
-they differ, with the usual mistakes (no mask, the wrong scale, projections swapped, no output
-projection) to say which one the output matches. Each check ends on tickets drawn as it runs
-(fresh_tickets), where no recorded result can answer for the student's code.
+student's q, k, v and out, compares the output with nn.MultiheadAttention holding them (from
+grader.references), and when they differ, with the usual mistakes (no mask, the wrong scale,
+projections swapped, no output projection) to say which one the output matches. Each check ends on
+tickets drawn as it runs (fresh_tickets), where no recorded result can answer for the student's
+code: the masks against where the check put the pads, MultiHead with its query and key weights at
+zero, where every token reads the mean of its ticket's values.
 """
 
 import itertools
@@ -260,21 +262,6 @@ def causal_mask(causal_mask, lengths=(5, 2, 7), seq=None, seed=0):
 # MultiHead
 # ---------------------------------------------------------------------------------------------
 
-def pytorch_attention(d_model, heads, h, pad, seed):
-    """nn.MultiheadAttention holding the check's fixed weights (load_fixed_projections) on `h`,
-    reading no key where `pad` (b, s) is True, or every key when `pad` is None: what MultiHead
-    should give. Computed as the check runs, never recorded."""
-    with torch.random.fork_rng():  # building layers draws: the student's next draw must not move
-        projections = {name: nn.Linear(d_model, d_model) for name in ("q", "k", "v", "out")}
-        twin = nn.MultiheadAttention(d_model, heads, batch_first=True).train()  # dropout 0: the plain path
-    load_fixed_projections(projections, seed)
-    with torch.no_grad():
-        twin.in_proj_weight.copy_(torch.cat([projections[n].weight for n in ("q", "k", "v")]))
-        twin.in_proj_bias.copy_(torch.cat([projections[n].bias for n in ("q", "k", "v")]))
-        twin.out_proj.load_state_dict(projections["out"].state_dict())
-        return twin(h, h, h, key_padding_mask=pad, need_weights=False)[0]
-
-
 def _diagnose(results, heads, d, out):
     """A hint naming the mistake whose output `out` matches, or None (a correct output gives None)."""
     def same(candidate):
@@ -341,9 +328,7 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
     b, s = ids.shape
     mask = (ids == PAD)[:, None, None, :]
     h = seeded_randn((b, s, d_model), seed + 1)
-    results = {**references.expected("heads", "multi_head", d_model, heads, lengths, seed),
-               "right": pytorch_attention(d_model, heads, h, ids == PAD, seed),
-               "no mask": pytorch_attention(d_model, heads, h, None, seed)}
+    results = references.expected("heads", "multi_head", d_model, heads, lengths, seed)
     with torch.no_grad():
         out = call(layer, h, mask)
         if isinstance(out, tuple):
@@ -384,16 +369,37 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
         expect(problem is None, f"{name}(h) without a mask should read every key, as nn.MultiheadAttention does "
                                 f"without a key_padding_mask, but it {problem}. forward(h, mask=None) must work "
                                 "with the mask left out (section 5's block calls it so).")
-        ids, pads = fresh_tickets()
-        h = torch.randn(*ids.shape, d_model, generator=fresh_generator())
-        expect_close(call(layer, h, pads[:, None, None, :]), pytorch_attention(d_model, heads, h, pads, seed),
-                     f"{name}(h, mask) on new tickets, of lengths {(~pads).sum(1).tolist()}, compared with "
-                     "nn.MultiheadAttention holding the same weights",
-                     hint="It is right on the check's own tickets: does it depend on more than h and mask?")
-    expect_learns(layer, h, pads[:, None, None, :], what=f"MultiHead({d_model}, {heads})")
+        _reads_evenly(layer, name, d_model)
+    expect_learns(layer, h, mask, what=f"MultiHead({d_model}, {heads})")
 
     _bad_head_count(MultiHead, d_model, bad_heads)
     passed()
+
+
+def _reads_evenly(layer, name, d_model):
+    """On new tickets (fresh_tickets), with the query and key weights at zero, every score of a
+    query is the same: each token reads the mean of the values of its ticket's real words, and
+    the layer gives self.out of that mean at every position. A property of attention, whatever the
+    heads, that no recorded result answers; the layer's own weights are put back after."""
+    kept = {p: getattr(layer, p).weight.detach().clone() for p in ("q", "k")}
+    ids, pads = fresh_tickets()
+    h = torch.randn(*ids.shape, d_model, generator=fresh_generator())
+    try:
+        with torch.no_grad():
+            for p in kept:
+                getattr(layer, p).weight.zero_()
+            out = call(layer, h, pads[:, None, None, :])
+            real = (~pads).unsqueeze(-1).float()
+            mean = (layer.v(h) * real).sum(1) / real.sum(1)
+            want = layer.out(mean)[:, None, :].expand(*h.shape)
+    finally:
+        with torch.no_grad():
+            for p, weight in kept.items():
+                getattr(layer, p).weight.copy_(weight)
+    expect_close(out, want, f"{name}(h, mask) on new tickets, of lengths {(~pads).sum(1).tolist()}, with "
+                 "self.q and self.k weighing nothing,", hint="Then every score of a query is the same, and "
+                 "each token should read the mean of its ticket's real values. It is right on the check's own "
+                 "tickets: does it depend on more than h, the mask and its weights?")
 
 
 def _bad_head_count(MultiHead, d_model, heads):

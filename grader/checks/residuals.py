@@ -13,20 +13,21 @@
 
 Each check puts fixed weights, drawn from the check's seed, in the student's Linear layers, and
 compares the outputs with what grader.references gives for the check's settings: the right result
-and those of the usual mistakes, whose message it gives when one matches.
+and those of the usual mistakes, whose message it gives when one matches. Then it runs the layer on
+tokens drawn as it runs, with some weights at zero so that the output is known from the biases alone
+(`_hidden_fixed`, `expect_biases_pass_through`): in the student edition no recorded result answers
+them. first_layer_gradient has no input to draw: its right result is its recipe's, recorded.
 """
 
 import functools
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from grader import references
 from grader.checks import (call, expect, expect_close, expect_learns, expect_shape, fresh_generator, load_fixed_linears,
                            passed, task)
-from ticketnet import attention
 
 
 def _one_thread(check):
@@ -56,27 +57,55 @@ def fresh_tokens(d):
     return torch.randn(batch, length, d, generator=generator)
 
 
-def expect_mixing_stack(module, linears, residual, what, alphas=None):
-    """The stack on fresh_tokens against the stack computed here from its own Linear layers (and
-    `alphas`, for ReZero): for each Linear, change = linear(attention(h, h, h)), then h + change
-    (scaled by its alpha) or, without shortcuts, the change. The float64 result judges the float32
-    one with a tolerance that grows with what float32 itself loses on these tokens, as deep stacks
-    of softmaxes amplify rounding."""
+def expect_biases_pass_through(module, linears, what, residual=True, alphas=None):
+    """The stack on fresh_tokens with every Linear's weight at zero and a new bias: each block's
+    change is then its bias alone, whatever attention makes of h, so the stack returns h plus the
+    biases (each times its alpha, for ReZero), or without shortcuts the last bias at every token.
+    No recorded result answers new tokens; the Linear layers get their weights back after."""
     h = fresh_tokens(linears[0].in_features)
-    out = _forward(module, h)
+    generator = fresh_generator()
+    kept = [(linear.weight.detach().clone(), linear.bias.detach().clone()) for linear in linears]
+    biases = [torch.randn(linear.bias.shape, generator=generator) for linear in linears]
+    try:
+        with torch.no_grad():
+            for linear, bias in zip(linears, biases):
+                linear.weight.zero_()
+                linear.bias.copy_(bias)
+        out = _forward(module, h)
+    finally:
+        with torch.no_grad():
+            for linear, (weight, bias) in zip(linears, kept):
+                linear.weight.copy_(weight)
+                linear.bias.copy_(bias)
+    scales = [1.0] * len(biases) if alphas is None else alphas.tolist()
+    want = h + sum(a * b for a, b in zip(scales, biases)) if residual else biases[-1].expand_as(h)
+    expect_close(out, want, f"{what} on new tokens, of shape {tuple(h.shape)}, with its Linear layers' "
+                 "weights at zero,", hint="Then each block changes h by its Linear's bias alone"
+                 + (" times its alpha" if alphas is not None else "") + ", whatever attention does. It is "
+                 "right on the check's own tokens: does it depend on more than h and its weights?")
 
-    def stack(h, dtype):
-        h = h.to(dtype)
-        for i, linear in enumerate(linears):
-            change = F.linear(attention(h, h, h)[0], linear.weight.detach().to(dtype), linear.bias.detach().to(dtype))
-            change = change if alphas is None else alphas[i].item() * change
-            h = h + change if residual else change
-        return h
 
-    exact = stack(h, torch.float64)
-    atol = 1e-4 + 10 * (stack(h, torch.float32).double() - exact).abs().max().item()
-    expect_close(out.double(), exact, f"{what} on new tokens, of shape {tuple(h.shape)},", atol=atol,
-                 hint="It is right on the check's own tokens: does it depend on more than h and its weights?")
+def _hidden_fixed(ffn, first, second, what):
+    """The layer on fresh_tokens with its first Linear's weight at zero and a new bias: every
+    token's hidden numbers are then that bias through the ReLU, and every output the second Linear
+    of those. No recorded result answers new tokens; the first Linear gets its weights back after."""
+    h = fresh_tokens(first.in_features)
+    bias = torch.randn(first.bias.shape, generator=fresh_generator())
+    kept = first.weight.detach().clone(), first.bias.detach().clone()
+    try:
+        with torch.no_grad():
+            first.weight.zero_()
+            first.bias.copy_(bias)
+        out = _forward(ffn, h)
+    finally:
+        with torch.no_grad():
+            first.weight.copy_(kept[0])
+            first.bias.copy_(kept[1])
+    with torch.no_grad():
+        want = second(torch.relu(bias)).expand(*h.shape[:-1], second.out_features)
+    expect_close(out, want, f"{what} on new tokens, of shape {tuple(h.shape)}, with its first Linear's weight "
+                 "at zero,", hint="Then every token's hidden numbers are that Linear's bias through the ReLU. It "
+                 "is right on the check's own tokens: does it depend on more than h and its weights?")
 
 
 def feed_forward_linears(module):
@@ -202,11 +231,7 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
         expect_close(out, reference, f"{what}'s output",
                      hint=f"Expected Linear({d_model}, {d_ff}) -> ReLU -> Linear({d_ff}, {d_model}), "
                           "with the check's weights put in your two Linear layers.")
-    h = fresh_tokens(d_model)
-    with torch.no_grad():
-        expect_close(_forward(ffn, h), second[0](torch.relu(first[0](h))), f"{what} on new tokens, of shape "
-                     f"{tuple(h.shape)},", hint="It is right on the check's own tokens: does it depend on more "
-                     "than h and its two Linear layers?")
+    _hidden_fixed(ffn, first[0], second[0], what)
     expect_learns(ffn, h, what=what)
     passed()
 
@@ -359,7 +384,7 @@ def _stack_outputs(DeepStack, d_model, depth, seed):
                           "without it.")
     for residual, module in modules.items():
         what = f"DeepStack({d_model}, {depth}, residual={residual})"
-        expect_mixing_stack(module, feed_forward_linears(module), residual, what)
+        expect_biases_pass_through(module, feed_forward_linears(module), what, residual=residual)
         expect_learns(module, h, what=what)
     return outputs
 
@@ -511,6 +536,6 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
     expect_close(out.double(), exact, f"{what}'s output with its alphas set to [{shown}, ...]", atol=atol,
                  hint="Expected, for block i in order: h = h + alpha[i] * linear_i(attention(h, h, h)[0]), "
                       "with your Linear layers (holding the check's weights) and alphas.")
-    expect_mixing_stack(module, linears, True, what, alphas=values)
+    expect_biases_pass_through(module, linears, what, alphas=values)
     expect_learns(module, h, what=what)
     passed()

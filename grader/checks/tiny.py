@@ -45,7 +45,7 @@ from grader.checks import (Counted, call, expect, expect_learns, expect_shape, f
                            load_fixed_norm, passed, task)
 from grader.checks import prediction  # noqa: F401 (for the notebook)
 from grader.checks.block import (BlockParts, block_parts, close_at_real, expected_counts, feed_forward_linears,
-                                 load_fixed_block, reference_layer)
+                                 load_fixed_block)
 
 TEAMS = ("delivery", "returns", "payment", "warranty", "account")  # as ticketnet.TEAMS
 
@@ -336,21 +336,6 @@ def encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens, classes=len(T
                   norm=nn.LayerNorm(dim), out=nn.Linear(dim, classes))
 
 
-def tiny_twin(parts, heads):
-    """ticketnet.TinyTransformer (without dropout, in eval mode) holding the weights of an
-    encoder's parts: what an encoder of those parts computes, built as the check runs."""
-    from ticketnet import TinyTransformer
-    vocab_size, dim = parts.embed.weight.shape
-    first, _ = feed_forward_linears(parts.blocks[0])
-    twin = TinyTransformer(vocab_size, dim=dim, heads=heads, blocks=len(parts.blocks), ffn=first.out_features,
-                           max_tokens=parts.position.num_embeddings, dropout=0.0, classes=parts.out.out_features)
-    for name in ("embed", "position", "norm", "out"):
-        getattr(twin, name).load_state_dict(getattr(parts, name).state_dict())
-    for layer, block in zip(twin.blocks.layers, parts.blocks):
-        layer.load_state_dict(reference_layer(block, heads).state_dict())
-    return twin.eval()
-
-
 def fixed_encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens, classes, seed):
     parts = encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens, classes)
     load_fixed_encoder(parts, seed)
@@ -492,19 +477,41 @@ def encoder(Encoder, vocab_size=50, dim=16, heads=2, blocks=3, ffn=24, max_token
         longer = torch.cat([ids, torch.full((batch, 2), PAD)], 1)  # the same tickets, two more pads
         expect(torch.allclose(call(_named_encoder(model), longer), out, atol=1e-5, rtol=1e-4),
                "a ticket's scores changed when two pads were added at its end: the pads are read")
-        generator = fresh_generator()
-        ids = _tickets(vocab_size, int(torch.randint(2, 7, (), generator=generator)),
-                       int(torch.randint(2, max_tokens + 1, (), generator=generator)), generator)
-        with torch.random.fork_rng():  # building layers draws: the student's next draw must not move
-            twin = tiny_twin(fixed_encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens, classes, seed), heads)
-        with torch.enable_grad():  # the layer's plain path, as the student's blocks compute it
-            want = twin(ids).detach()
-        out = call(_named_encoder(model), ids)
-        expect(isinstance(out, torch.Tensor) and out.shape == want.shape and torch.allclose(out, want, atol=1e-5, rtol=1e-4),
-               f"encoder(ids) is right on the check's own tickets but differs from TinyTransformer's on new "
-               f"ones, of shape {tuple(ids.shape)}: does it depend on more than the ids and its weights?")
+        _blocks_pass_biases(model, vocab_size, max_tokens)
     expect_learns(model, ids, what="the encoder")
     passed()
+
+
+def _blocks_pass_biases(model, vocab_size, max_tokens):
+    """The encoder on tickets drawn as the check runs (fresh_generator), with the output weights of
+    every block's two branches at zero (attn.out's and the feed-forward's narrowing Linear's) and
+    new biases: each block then adds its two biases to h, whatever attention computes, and the
+    encoder gives out(the mean over the real tokens of norm(embed + position + every bias)). No
+    recorded result answers new tickets; the layers get their weights back after."""
+    generator = fresh_generator()
+    ids = _tickets(vocab_size, int(torch.randint(2, 7, (), generator=generator)),
+                   int(torch.randint(2, max_tokens + 1, (), generator=generator)), generator)
+    outputs = [linear for block in model.blocks for linear in (block.attn.out, feed_forward_linears(block)[1])]
+    kept = [(linear.weight.detach().clone(), linear.bias.detach().clone()) for linear in outputs]
+    biases = [torch.randn(linear.bias.shape, generator=generator) for linear in outputs]
+    with torch.no_grad():
+        try:
+            for linear, bias in zip(outputs, biases):
+                linear.weight.zero_()
+                linear.bias.copy_(bias)
+            out = call(_named_encoder(model), ids)
+        finally:
+            for linear, (weight, bias) in zip(outputs, kept):
+                linear.weight.copy_(weight)
+                linear.bias.copy_(bias)
+        h = model.norm(model.embed(ids) + model.position(torch.arange(ids.shape[1])) + sum(biases))
+        real = (ids != PAD).unsqueeze(-1).float()
+        want = model.out((h * real).sum(1) / real.sum(1))
+    expect(isinstance(out, torch.Tensor) and out.shape == want.shape and torch.allclose(out, want, atol=1e-5, rtol=1e-4),
+           f"encoder(ids) on new tickets, of shape {tuple(ids.shape)}, with every block's attn.out and "
+           "second feed-forward Linear weighing nothing, differs from out(the mean of the real tokens of "
+           "norm(embed + position + those layers' biases)): each block then adds its biases alone. It is "
+           "right on the check's own tickets: does it depend on more than the ids and its weights?")
 
 
 def _named_encoder(model):

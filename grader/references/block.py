@@ -1,12 +1,39 @@
 """The results the checks of section 5 compare with (grader/checks/block.py): what PyTorch's
 nn.TransformerEncoderLayer computes with a block's fixed weights, pre-norm and post-norm, and what
-the usual mistakes (and combinations of them) compute with the same weights. The checks also
-build that layer as they run (grader.checks.block.reference_layer), on tokens drawn there."""
+the usual mistakes (and combinations of them) compute with the same weights."""
 
 import torch
+from torch import nn
 
-from grader.checks.block import (attention_twin, block_parts, feed_forward_linears, inputs, mistake_key, mistakes,
-                                 reference_layer)
+from grader.checks.block import PROJECTIONS, block_parts, feed_forward_linears, inputs, mistake_key, mistakes
+
+
+def attention_twin(parts, heads):
+    """nn.MultiheadAttention holding the q, k, v and out of `parts.attn`, in training mode with
+    dropout 0, so that it takes the plain path and computes every position."""
+    d_model = parts.attn.q.in_features
+    twin = nn.MultiheadAttention(d_model, heads, batch_first=True)
+    with torch.no_grad():
+        twin.in_proj_weight.copy_(torch.cat([getattr(parts.attn, name).weight for name in PROJECTIONS]))
+        twin.in_proj_bias.copy_(torch.cat([getattr(parts.attn, name).bias for name in PROJECTIONS]))
+        twin.out_proj.load_state_dict(parts.attn.out.state_dict())
+    return twin.train()
+
+
+def reference_layer(parts, heads, norm_first=True):
+    """nn.TransformerEncoderLayer holding the weights of a block's parts: batch-first, no dropout,
+    eval mode; pre-norm unless norm_first=False."""
+    first, second = feed_forward_linears(parts)
+    layer = nn.TransformerEncoderLayer(first.in_features, heads, first.out_features, dropout=0.0,
+                                       batch_first=True, norm_first=norm_first,
+                                       layer_norm_eps=parts.norm1.eps)
+    with torch.no_grad():
+        layer.self_attn.load_state_dict(attention_twin(parts, heads).state_dict())
+        layer.linear1.load_state_dict(first.state_dict())
+        layer.linear2.load_state_dict(second.state_dict())
+        layer.norm1.load_state_dict(parts.norm1.state_dict())
+        layer.norm2.load_state_dict(parts.norm2.state_dict())
+    return layer.eval()
 
 
 def variant(parts, twin, h, pad, first="pre", second="pre", mask="right", swapped=False, relu=True):

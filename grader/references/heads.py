@@ -1,6 +1,6 @@
 """The results the checks of section 1 compare with (grader/checks/heads.py): the padding and
 causal masks of the check's tickets, right and with the usual slips, and the output of multi-head
-attention holding the check's fixed weights with each usual mistake."""
+attention holding the check's fixed weights, right and with each usual mistake."""
 
 import itertools
 import math
@@ -49,17 +49,22 @@ def _attention(projections, h, mask, heads, sources=("q", "k", "v"), scale=None,
 
 
 def multi_head(d_model, heads, lengths, seed):
-    """{mistake: (b, s, d_model)} of attention over the check's tickets with the fixed weights and
-    one usual mistake each. The right output is not here: the check computes it as it runs, with
-    nn.MultiheadAttention (grader.checks.heads.pytorch_attention), so that no recorded value of it
-    can stand in for an answer."""
+    """{name: (b, s, d_model)} of attention over the check's tickets with the fixed weights: "right"
+    (nn.MultiheadAttention holding them) and each usual mistake."""
     ids = padded_ids(lengths, seed=seed)
-    mask = (ids == PAD)[:, None, None, :]
+    pad = ids == PAD
+    mask = pad[:, None, None, :]
     h = seeded_randn((*ids.shape, d_model), seed + 1)
     projections = {name: nn.Linear(d_model, d_model) for name in ("q", "k", "v", "out")}
     load_fixed_projections(projections, seed)
+    twin = nn.MultiheadAttention(d_model, heads, batch_first=True).train()  # dropout 0: the plain path
     with torch.no_grad():
-        results = {"inverted mask": _attention(projections, h, mask, heads, mask_mode="inverted"),
+        twin.in_proj_weight.copy_(torch.cat([projections[n].weight for n in ("q", "k", "v")]))
+        twin.in_proj_bias.copy_(torch.cat([projections[n].bias for n in ("q", "k", "v")]))
+        twin.out_proj.load_state_dict(projections["out"].state_dict())
+        results = {"right": twin(h, h, h, key_padding_mask=pad, need_weights=False)[0],
+                   "no mask": _attention(projections, h, mask, heads, mask_mode="none"),
+                   "inverted mask": _attention(projections, h, mask, heads, mask_mode="inverted"),
                    "scaled by d_model": _attention(projections, h, mask, heads, scale=d_model),
                    "no output projection": _attention(projections, h, mask, heads, project=False)}
         for sources in itertools.product("qkv", repeat=3):

@@ -4,9 +4,8 @@ the check's fixed weights computes, right and with the usual mistakes."""
 
 import torch
 
-from grader.checks.block import attention_twin
 from grader.checks.tiny import CASES, PAD, encoder_inputs, encoder_mistakes, fixed_encoder_parts, mistake_key, named_case
-from grader.references.block import variant
+from grader.references.block import attention_twin, variant
 
 
 def style_table(case, seed):
