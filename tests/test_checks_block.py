@@ -145,3 +145,14 @@ def test_counts_per_child_match_pytorchs_layer():
     assert counts == {"norm1": 128, "attn": 16_640, "norm2": 128, "ffn": 33_088}
     layer = nn.TransformerEncoderLayer(64, 4, 256, batch_first=True, norm_first=True)
     assert sum(counts.values()) == sum(p.numel() for p in layer.parameters()) == 49_984
+
+
+def test_to_reference_refuses_a_subclass_whose_forward_could_answer_from_a_record():
+    """Issue 41: to_reference's check compares with a recorded result on fixed tokens only; the
+    layer must be PyTorch's class itself, whose forward no student code replaces."""
+    class Replayed(nn.TransformerEncoderLayer):
+        def forward(self, src, *args, **kwargs):
+            return super().forward(src, *args, **kwargs)
+
+    with pytest.raises(AssertionError, match="got Replayed"):
+        check.to_reference(lambda parts: Replayed(32, 4, 32, dropout=0.0, batch_first=True, norm_first=True))
