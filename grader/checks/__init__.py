@@ -86,6 +86,25 @@ def fresh_generator():
     return torch.Generator().manual_seed(int.from_bytes(os.urandom(6), "little"))
 
 
+@contextlib.contextmanager
+def silenced(linears, biases):
+    """Within the block, each nn.Linear of `linears` weighs nothing (weight 0) and outputs its bias
+    of `biases` alone, whatever it reads; its own weight and bias come back after. A check that
+    silences a layer this way knows the output from the biases, on any input it draws."""
+    kept = [(linear.weight.detach().clone(), linear.bias.detach().clone()) for linear in linears]
+    try:
+        with torch.no_grad():
+            for linear, bias in zip(linears, biases):
+                linear.weight.zero_()
+                linear.bias.copy_(bias)
+        yield
+    finally:
+        with torch.no_grad():
+            for linear, (weight, bias) in zip(linears, kept):
+                linear.weight.copy_(weight)
+                linear.bias.copy_(bias)
+
+
 def first_output(out):
     """What a module's forward returns, or the first of what it returns (nn.MultiheadAttention's
     output beside its weights)."""

@@ -19,7 +19,7 @@ from torch import nn
 
 from grader import references
 from grader.checks import (call, expect, expect_close, expect_learns, expect_shape, fresh_generator, load_fixed_linears,
-                           passed, task)
+                           passed, silenced, task)
 from ticketnet import PAD, UNK
 
 _TRANSPOSE_HINT = ("did you `view` (or `reshape`) straight to (b, heads, s, dh) without `transpose`? "
@@ -380,22 +380,13 @@ def _reads_evenly(layer, name, d_model):
     """On new tickets (fresh_tickets), with the query and key weights at zero, every score of a
     query is the same: each token reads the mean of the values of its ticket's real words, and
     the layer gives self.out of that mean at every position. A property of attention, whatever the
-    heads, that no recorded result answers; the layer's own weights are put back after."""
-    kept = {p: getattr(layer, p).weight.detach().clone() for p in ("q", "k")}
+    heads, that no recorded result answers."""
     ids, pads = fresh_tickets()
     h = torch.randn(*ids.shape, d_model, generator=fresh_generator())
-    try:
-        with torch.no_grad():
-            for p in kept:
-                getattr(layer, p).weight.zero_()
-            out = call(layer, h, pads[:, None, None, :])
-            real = (~pads).unsqueeze(-1).float()
-            mean = (layer.v(h) * real).sum(1) / real.sum(1)
-            want = layer.out(mean)[:, None, :].expand(*h.shape)
-    finally:
-        with torch.no_grad():
-            for p, weight in kept.items():
-                getattr(layer, p).weight.copy_(weight)
+    with silenced((layer.q, layer.k), (layer.q.bias, layer.k.bias)), torch.no_grad():
+        out = call(layer, h, pads[:, None, None, :])
+        real = (~pads).unsqueeze(-1).float()
+        want = layer.out((layer.v(h) * real).sum(1) / real.sum(1))[:, None, :].expand(*h.shape)
     expect_close(out, want, f"{name}(h, mask) on new tickets, of lengths {(~pads).sum(1).tolist()}, with "
                  "self.q and self.k weighing nothing,", hint="Then every score of a query is the same, and "
                  "each token should read the mean of its ticket's real values. It is right on the check's own "

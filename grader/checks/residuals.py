@@ -27,7 +27,7 @@ from torch import nn
 
 from grader import references
 from grader.checks import (call, expect, expect_close, expect_learns, expect_shape, fresh_generator, load_fixed_linears,
-                           passed, task)
+                           passed, silenced, task)
 
 
 def _one_thread(check):
@@ -61,22 +61,12 @@ def expect_biases_pass_through(module, linears, what, residual=True, alphas=None
     """The stack on fresh_tokens with every Linear's weight at zero and a new bias: each block's
     change is then its bias alone, whatever attention makes of h, so the stack returns h plus the
     biases (each times its alpha, for ReZero), or without shortcuts the last bias at every token.
-    No recorded result answers new tokens; the Linear layers get their weights back after."""
+    No recorded result answers new tokens."""
     h = fresh_tokens(linears[0].in_features)
     generator = fresh_generator()
-    kept = [(linear.weight.detach().clone(), linear.bias.detach().clone()) for linear in linears]
     biases = [torch.randn(linear.bias.shape, generator=generator) for linear in linears]
-    try:
-        with torch.no_grad():
-            for linear, bias in zip(linears, biases):
-                linear.weight.zero_()
-                linear.bias.copy_(bias)
+    with silenced(linears, biases):
         out = _forward(module, h)
-    finally:
-        with torch.no_grad():
-            for linear, (weight, bias) in zip(linears, kept):
-                linear.weight.copy_(weight)
-                linear.bias.copy_(bias)
     scales = [1.0] * len(biases) if alphas is None else alphas.tolist()
     want = h + sum(a * b for a, b in zip(scales, biases)) if residual else biases[-1].expand_as(h)
     expect_close(out, want, f"{what} on new tokens, of shape {tuple(h.shape)}, with its Linear layers' "
@@ -88,19 +78,11 @@ def expect_biases_pass_through(module, linears, what, residual=True, alphas=None
 def _hidden_fixed(ffn, first, second, what):
     """The layer on fresh_tokens with its first Linear's weight at zero and a new bias: every
     token's hidden numbers are then that bias through the ReLU, and every output the second Linear
-    of those. No recorded result answers new tokens; the first Linear gets its weights back after."""
+    of those. No recorded result answers new tokens."""
     h = fresh_tokens(first.in_features)
     bias = torch.randn(first.bias.shape, generator=fresh_generator())
-    kept = first.weight.detach().clone(), first.bias.detach().clone()
-    try:
-        with torch.no_grad():
-            first.weight.zero_()
-            first.bias.copy_(bias)
+    with silenced([first], [bias]):
         out = _forward(ffn, h)
-    finally:
-        with torch.no_grad():
-            first.weight.copy_(kept[0])
-            first.bias.copy_(kept[1])
     with torch.no_grad():
         want = second(torch.relu(bias)).expand(*h.shape[:-1], second.out_features)
     expect_close(out, want, f"{what} on new tokens, of shape {tuple(h.shape)}, with its first Linear's weight "
