@@ -465,5 +465,10 @@ def test_a_gradient_is_tested_against_how_the_output_moves_when_its_parameter_is
     found = checks.gradients(stack, stack, x)
     made_up = {**found, "second.weight": torch.zeros_like(found["second.weight"])}
     outputs = lambda changes: checks.outputs_with(stack, stack, changes, state, x)  # noqa: E731
-    assert checks.untrue_gradients(stack, found, outputs) == []
-    assert checks.untrue_gradients(stack, made_up, outputs) == ["second.weight"]
+    torch.set_rng_state(state)
+    baseline = stack(x).detach()
+    assert checks.untrue_gradients(stack, found, baseline, outputs) == []
+    assert checks.untrue_gradients(stack, made_up, baseline, outputs) == ["second.weight"]
+    # Outputs made huge drown every difference in float32 and would excuse any gradient: refused.
+    drowned = lambda changes: [o + 1e12 for o in outputs(changes)]  # noqa: E731
+    assert checks.untrue_gradients(stack, made_up, baseline, drowned) == list(found)

@@ -161,13 +161,15 @@ def outputs_with(module, forward, changes, random_state, *args):
 NUDGES = (1e-3, 1e-5)
 
 
-def untrue_gradients(module, found, outputs):
+def untrue_gradients(module, found, baseline, outputs):
     """The names among `found` (`gradients`) whose gradient disagrees with how the module's output
-    moves when that parameter is nudged; `outputs(changes)` is `outputs_with` for the module. When
-    grading, the kernel computes both, but the nudges are the judge's, so gradients made up to
-    pass (none missing, say) do not survive them. Each parameter is nudged both ways along a mix
-    of its own direction and its gradient's (central differences), by each of NUDGES, all in one
-    call; one length that agrees is enough."""
+    moves when that parameter is nudged; `outputs(changes)` is `outputs_with` for the module, and
+    `baseline` its output as the module's own call gives it. When grading, the kernel computes all
+    three, but the nudges are the judge's, so gradients made up to pass (none missing, say) do not
+    survive them. Each parameter is nudged both ways along a mix of its own direction and its
+    gradient's (central differences), by each of NUDGES, all in one call; one length that agrees is
+    enough. The nudged outputs must lie near the baseline, which also sets the rounding allowed:
+    outputs made large to drown the differences in it are refused."""
     parameters = dict(module.named_parameters())
     generator = torch.Generator().manual_seed(0)
     nudged, changes = [], []
@@ -190,17 +192,26 @@ def untrue_gradients(module, found, outputs):
             changes += [{name: (value + step * direction).to(dtype)}, {name: (value - step * direction).to(dtype)}]
     if not changes:
         return []
-    got = outputs(changes)
-    if not isinstance(got, list) or len(got) != len(changes) or not all(
-            isinstance(o, torch.Tensor) and o.is_floating_point() and o.shape == got[0].shape for o in got):
-        return list(dict.fromkeys(name for name, _, _ in nudged))
-    weights = output_weights(got[0]).double()
+    got = outputs([{}, *changes])  # first the output unchanged, which must be the baseline
+    names = list(dict.fromkeys(name for name, _, _ in nudged))
+    if not (isinstance(baseline, torch.Tensor) and baseline.is_floating_point() and isinstance(got, list)
+            and len(got) == len(changes) + 1 and all(isinstance(o, torch.Tensor) and o.is_floating_point()
+                                                     and o.shape == baseline.shape for o in got)):
+        return names
+    baseline = baseline.detach().double()
+    got = [o.double() for o in got]
+    scale = baseline.abs().max().item()
+    if not torch.allclose(got[0], baseline, atol=1e-5, rtol=1e-4) or any(
+            (o - baseline).abs().max().item() > 10 * scale + 1e-3 for o in got[1:]):
+        return names  # a nudge of a thousandth moves no output by ten times its size
+    weights = output_weights(baseline)
+    # float32's rounding of the output, seen through the division by the step
+    rounding = 2e-6 * float((baseline.abs() * weights.abs()).sum())
     agrees = {}
     for i, (name, reported, step) in enumerate(nudged):
-        up, down = got[2 * i].double(), got[2 * i + 1].double()
+        up, down = got[1 + 2 * i], got[2 + 2 * i]
         measured = float(((up - down) * weights).sum()) / (2 * step)
-        # float32's rounding of the output, seen through the division by the step
-        noise = 1e-6 * float(((up.abs() + down.abs()) * weights.abs()).sum()) / step
+        noise = rounding / step
         close = abs(measured - reported) <= 0.05 * max(abs(measured), abs(reported)) + noise
         agrees[name] = agrees.get(name, False) or close
     return [name for name, close in agrees.items() if not close]
@@ -214,15 +225,20 @@ def expect_learns(module, *args, what, frozen_allowed=False):
     gradients and nudged outputs in the kernel, where its forward and autograd's graph are
     (grader.probe.RemoteModule); the nudges are the judge's."""
     remote = hasattr(type(module), "outputs_with")
-    random_state = torch.get_rng_state()  # the nudged outputs draw what the gradients' output drew
+    random_state = torch.get_rng_state()  # every output below draws what the gradients' output drew
     try:
         found = module.gradients(*args) if remote else gradients(module, module, *args)
         after = torch.get_rng_state()
         frozen = [name for name, p in module.named_parameters()
                   if found.get(name) is None and (p.requires_grad or not frozen_allowed)]
-        untrue = [] if frozen else untrue_gradients(module, found, lambda changes: (
-            module.outputs_with(changes, random_state, *args) if remote
-            else outputs_with(module, module, changes, random_state, *args)))
+        untrue = []
+        if not frozen:
+            torch.set_rng_state(random_state)
+            with torch.enable_grad():  # the path the gradients took (no_grad may take a fast path)
+                baseline = first_output(module(*args))  # the module's own call, as the check's others
+            untrue = untrue_gradients(module, found, baseline, lambda changes: (
+                module.outputs_with(changes, random_state, *args) if remote
+                else outputs_with(module, module, changes, random_state, *args)))
         torch.set_rng_state(after)
     except RuntimeError as error:  # autograd's own complaint, e.g. about an in-place operation
         raise AssertionError(f"{what}: backpropagating through its output raised RuntimeError: {error}. "
