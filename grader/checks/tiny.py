@@ -99,6 +99,19 @@ def _same(a, b):
     return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-9)
 
 
+def style_counts(rows, predicted):
+    """{style: (accuracy, tickets, right)} of predicted team names against the rows, the styles
+    sorted, then "all": what style_accuracy's table should hold, counted ticket by ticket."""
+    counted = {}
+    for row, team in zip(rows, predicted):
+        right, n = counted.get(row["style"], (0, 0))
+        counted[row["style"]] = (right + (team == row["team"]), n + 1)
+    out = {s: (r / n, n, r) for s, (r, n) in sorted(counted.items())}
+    right = sum(r for _, _, r in out.values())
+    out["all"] = (right / len(rows), len(rows), right)
+    return out
+
+
 @task
 def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
     """Check `style_accuracy(rows, predicted)` on a made-up case; `as_tensor` passes the
@@ -183,11 +196,7 @@ def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
     rows, names = named_case("random", int(torch.randint(2**31, (), generator=fresh_generator())))
     predicted = torch.tensor([TEAMS.index(t) for t in names]) if as_tensor else list(names)
     table = call(style_accuracy, rows, predicted)
-    counted = {}
-    for row, team in zip(rows, names):
-        right, n = counted.get(row["style"], (0, 0))
-        counted[row["style"]] = (right + (team == row["team"]), n + 1)
-    counted["all"] = (sum(r for r, _ in counted.values()), len(rows))
+    counted = {style: (right, n) for style, (_, n, right) in style_counts(rows, names).items()}
     expect(isinstance(table, pd.DataFrame) and {"accuracy", "tickets"} <= set(table.columns)
            and sorted(str(i) for i in table.index) == sorted(counted) and all(
                int(table["tickets"].loc[style]) == n and _same(table["accuracy"].loc[style], r / n)

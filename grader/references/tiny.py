@@ -4,21 +4,14 @@ the check's fixed weights computes, right and with the usual mistakes."""
 
 import torch
 
-from grader.checks.tiny import CASES, PAD, encoder_inputs, encoder_mistakes, fixed_encoder_parts, mistake_key, named_case
+from grader.checks.tiny import (CASES, PAD, encoder_inputs, encoder_mistakes, fixed_encoder_parts, mistake_key, named_case,
+                               style_counts)
 from grader.references.block import attention_twin, variant
 
 
 def style_table(case, seed):
     """{style: (accuracy, tickets, right)} of a case, the styles sorted, then "all"."""
-    rows, predicted = named_case(case, seed)
-    table = {}
-    for row, team in zip(rows, predicted):
-        right, n = table.get(row["style"], (0, 0))
-        table[row["style"]] = (right + (team == row["team"]), n + 1)
-    out = {s: (r / n, n, r) for s, (r, n) in sorted(table.items())}
-    right = sum(r for _, _, r in out.values())
-    out["all"] = (right / len(rows), len(rows), right)
-    return out
+    return style_counts(*named_case(case, seed))
 
 
 def best_on_validation(case):
