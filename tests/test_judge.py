@@ -472,3 +472,20 @@ def test_a_gradient_is_tested_against_how_the_output_moves_when_its_parameter_is
     # Outputs made huge drown every difference in float32 and would excuse any gradient: refused.
     drowned = lambda changes: [o + 1e12 for o in outputs(changes)]  # noqa: E731
     assert checks.untrue_gradients(stack, made_up, baseline, drowned) == list(found)
+
+
+def test_a_zero_gradient_is_not_excused_by_the_noise_of_the_shortest_nudge():
+    """Inputs ten times their usual size put the output's rounding, seen through the 1e-5 nudge,
+    above the bias's true gradient, while the 1e-3 nudge still sees it: a bias reported as
+    untrained (a gradient of zeros, as from `h.detach() + 0 * h`) is named, not excused by the
+    shorter nudge agreeing within its noise."""
+    from grader import checks
+    torch.manual_seed(0)
+    layer, x = nn.Linear(4, 3), 10 * torch.randn(5, 4)
+    state = torch.get_rng_state()
+    found = checks.gradients(layer, layer, x)
+    outputs = lambda changes: checks.outputs_with(layer, layer, changes, state, x)  # noqa: E731
+    baseline = layer(x).detach()
+    assert checks.untrue_gradients(layer, found, baseline, outputs) == []
+    zeroed = {**found, "bias": torch.zeros_like(found["bias"])}
+    assert checks.untrue_gradients(layer, zeroed, baseline, outputs) == ["bias"]

@@ -168,7 +168,7 @@ def untrue_gradients(module, found, baseline, outputs):
     three, but the nudges are the judge's, so gradients made up to pass (none missing, say) do not
     survive them. Each parameter is nudged both ways along a mix of its own direction and its
     gradient's (central differences), by each of NUDGES, all in one call; one length that agrees is
-    enough. The nudged outputs must lie near the baseline, which also sets the rounding allowed:
+    enough, a shorter one only where the change it measures stands above its rounding. The nudged outputs must lie near the baseline, which also sets the rounding allowed:
     outputs made large to drown the differences in it are refused."""
     parameters = dict(module.named_parameters())
     generator = torch.Generator().manual_seed(0)
@@ -188,12 +188,12 @@ def untrue_gradients(module, found, baseline, outputs):
         dtype = parameters[name].dtype
         for nudge in NUDGES:
             step = nudge * max(value.norm().item(), math.sqrt(value.numel()))
-            nudged.append((name, float((gradient * direction).sum()), step))
+            nudged.append((name, nudge, float((gradient * direction).sum()), step))
             changes += [{name: (value + step * direction).to(dtype)}, {name: (value - step * direction).to(dtype)}]
     if not changes:
         return []
     got = outputs([{}, *changes])  # first the output unchanged, which must be the baseline
-    names = list(dict.fromkeys(name for name, _, _ in nudged))
+    names = list(dict.fromkeys(name for name, *_ in nudged))
     if not (isinstance(baseline, torch.Tensor) and baseline.is_floating_point() and isinstance(got, list)
             and len(got) == len(changes) + 1 and all(isinstance(o, torch.Tensor) and o.is_floating_point()
                                                      and o.shape == baseline.shape for o in got)):
@@ -208,12 +208,15 @@ def untrue_gradients(module, found, baseline, outputs):
     # float32's rounding of the output, seen through the division by the step
     rounding = 2e-6 * float((baseline.abs() * weights.abs()).sum())
     agrees = {}
-    for i, (name, reported, step) in enumerate(nudged):
+    for i, (name, nudge, reported, step) in enumerate(nudged):
         up, down = got[1 + 2 * i], got[2 + 2 * i]
         measured = float(((up - down) * weights).sum()) / (2 * step)
         noise = rounding / step
         close = abs(measured - reported) <= 0.05 * max(abs(measured), abs(reported)) + noise
-        agrees[name] = agrees.get(name, False) or close
+        # a shorter nudge is noisier: within its noise it would excuse a gradient of 0 for a change
+        # the longest nudge sees, so it only confirms a change it sees itself
+        heard = nudge == NUDGES[0] or abs(measured) > 2 * noise
+        agrees[name] = agrees.get(name, False) or (close and heard)
     return [name for name, close in agrees.items() if not close]
 
 
