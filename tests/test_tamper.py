@@ -236,9 +236,14 @@ LEFTOVER = "tamper-leftover"  # in the command line of a process an attack leave
 
 # A helper put before the first answer: `_steal(name)` is the code of answer cell `name` in any
 # notebook the kernel can read (the model answers, a classmate's); the line after each answer
-# runs it if found. Reading must fail in the sandbox, so the wrong answers stand.
+# runs it if found. Reading must fail in the sandbox, so the wrong answers stand. The search walks
+# every folder the kernel sees, once per notebook; it follows no symbolic link, as glob's `**`
+# does: /usr's links loop, and such a search never ended within a cell's time limit.
 _STEAL = (
-    "import glob, json, os\n\n"
+    "import fnmatch, functools, glob, json, os\n\n"
+    "def _found(top, pattern):\n"
+    "    return [os.path.join(folder, name) for folder, _, names in os.walk(top) for name in names\n"
+    "            if fnmatch.fnmatch(os.path.join(folder, name), pattern)]\n\n"
     "def _answers(path):\n"
     "    try:\n"
     "        cells = json.load(open(path))['cells']\n"
@@ -255,12 +260,14 @@ _STEAL = (
 CONTAINMENT = {
     "reads-the-solutions": (
         "runs the model answers from the course's solutions/ folder",
-        _STEAL + "_PLACES = lambda: [os.environ.get('COURSE_ROOT', '') + '/solutions/01-heads/01-heads.ipynb',\n"
-        "                      *glob.glob('/**/solutions/01-heads/01-heads.ipynb', recursive=True)[:3]]\n",
+        _STEAL + "_PLACES = functools.cache(lambda: [\n"
+        "    os.environ.get('COURSE_ROOT', '') + '/solutions/01-heads/01-heads.ipynb',\n"
+        "    *_found('/', '*/solutions/01-heads/01-heads.ipynb')[:3]])\n",
         "exec(_steal('{name}'))", ""),
     "copies-classmates": (
         "finds the autograde command line in /proc and runs a classmate's answers",
-        _STEAL + "def _PLACES():\n"
+        _STEAL + "@functools.cache\n"
+        "def _PLACES():\n"
         "    found = []\n"
         "    for cmdline in glob.glob('/proc/*/cmdline'):\n"
         "        try:\n"
@@ -269,8 +276,8 @@ CONTAINMENT = {
         "            continue\n"
         "        for word in words:\n"
         "            if os.path.isdir(word):\n"
-        "                found += glob.glob(word + '/**/*01-heads*.ipynb', recursive=True)\n"
-        "    return found + glob.glob('/tmp/**/*01-heads*.ipynb', recursive=True)\n",
+        "                found += _found(word, '*01-heads*.ipynb')\n"
+        "    return found + _found('/tmp', '*01-heads*.ipynb')\n",
         "exec(_steal('{name}'))", ""),
     "rigs-the-next-notebook": (
         "appends always-passing checks to grader/checks/heads.py and writes an IPython start-up file",
@@ -405,6 +412,25 @@ def test_no_submission_reaches_outside_its_sandbox(containment_class, tmp_path, 
     page = (tmp_path / "out" / "feedback" / "scripts-the-feedback" / "01-heads" / "01-heads.html").read_text()
     assert "<b>look</b>" in page  # the harmless part of the output stays
     assert not re.search(r"<script[^>]*>[^<]*tampered", page) and not re.search(r"<img[^>]*onerror", page)
+
+
+def test_the_search_of_the_stealing_attacks_finds_the_answers_where_no_sandbox_stops_it(tmp_path):
+    """Outside a sandbox the stealing attacks' search works, so that their failing in it proves
+    the sandbox, not a broken search: it finds the model answers' notebook and takes from it the
+    code of the tasks the attacks answer wrongly, and it ends in a folder holding a link to itself
+    (glob's `**` followed such links until the cell's time limit)."""
+    attack = {}
+    exec(_STEAL, attack)
+    found = attack["_found"](str(ROOT / "solutions"), "*/solutions/01-heads/01-heads.ipynb")
+    assert found == [str(ROOT / "solutions" / SECTION / f"{SECTION}.ipynb")]
+    attack["_PLACES"] = lambda: found
+    for name in WRONG:
+        stolen = attack["_steal"](name)
+        assert stolen != "pass" and "NotImplementedError" not in stolen, name
+    (tmp_path / "inner").mkdir()
+    (tmp_path / "inner" / "me").symlink_to(tmp_path)
+    (tmp_path / "inner" / "a-01-heads-b.ipynb").write_text("{}")
+    assert attack["_found"](str(tmp_path), "*01-heads*.ipynb") == [str(tmp_path / "inner" / "a-01-heads-b.ipynb")]
 
 
 # --- the judge's channel: what a kernel can aim at ---------------------------------------------
