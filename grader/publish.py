@@ -204,17 +204,17 @@ def build(folder):
         (folder / target).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(EDITION_SOURCE / source, folder / target)
     (folder / "requirements.txt").write_text(student_requirements())
-    import ticketnet
-    try:
-        recorded = record()
-    except ticketnet.DataError as error:
-        raise DataMissing(
-            "publishing records every check's result, and section 7's checks read Banking77, which is not "
-            "on this machine: put its train.csv and test.csv in a folder and set BANKING77_DIR to that "
-            "folder (or publish online, and they are downloaded into ~/.cache/ticketnet/banking77). "
-            f"{error}") from None
-    # sorted, so that the same results make the same bytes (the manifest compares digests)
-    torch.save(dict(sorted(recorded.items())), folder / EXPECTED)
+    # the grading kernels' recording (kernel_references) holds what the edition ships: made once
+    # per state of the course, it is shared by every publish and every grading of that state
+    state = _recorded()
+    for section in SECTIONS:
+        if not (state / section / EXPECTED_NAME).is_file():
+            raise DataMissing(
+                "publishing records every check's result, and section 7's checks read Banking77, which is "
+                "not on this machine: put its train.csv and test.csv in a folder and set BANKING77_DIR to "
+                "that folder (or publish online, and they are downloaded into ~/.cache/ticketnet/banking77). "
+                + (state / section / "unavailable.txt").read_text())
+    torch.save(_merged_results(state), folder / EXPECTED)
     files = {str(path): _digest(folder / path) for path in sorted(_files(folder)) if path.name != MANIFEST}
     manifest = {"built from": source_commit(), "files": files}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
@@ -279,11 +279,7 @@ def _recorded():
         if not (shown / "__init__.py").is_file() or any((state / s / EXPECTED_NAME).is_file() for s in todo):
             # files replaced one by one, in place: a sandbox running now may show this folder
             shown.mkdir(mode=0o755, exist_ok=True)
-            merged = {}
-            for section in SECTIONS:
-                if (state / section / EXPECTED_NAME).is_file():
-                    merged.update(torch.load(state / section / EXPECTED_NAME, weights_only=True))
-            torch.save(dict(sorted(merged.items())), shown / ".expected.new")
+            torch.save(_merged_results(state), shown / ".expected.new")
             shutil.copyfile(EDITION_SOURCE / "references.py", shown / ".init.new")
             for new, name in ((".expected.new", EXPECTED_NAME), (".init.new", "__init__.py")):
                 (shown / new).chmod(0o644)  # the sandbox's user reads them
@@ -296,13 +292,24 @@ def _recorded():
     return state
 
 
+def _merged_results(state):
+    """The results of every section recorded in the folder `state` (_recorded), in one dict,
+    sorted: the same results make the same bytes (an edition's manifest compares digests)."""
+    import torch
+    merged = {}
+    for section in SECTIONS:
+        if (state / section / EXPECTED_NAME).is_file():
+            merged.update(torch.load(state / section / EXPECTED_NAME, weights_only=True))
+    return dict(sorted(merged.items()))
+
+
 def kernel_references():
     """A folder the grading sandbox shows in place of grader/references: the student edition's
     reader with the results of every visible check, as the student edition holds them. A kernel
     that could import the code computing them could hand the course's own attention in as its
     answer; one that could read a hidden test's result could hand that in (grader.judge runs the
     hidden tests outside the kernel, with the code itself). Recorded (about a minute) by a process
-    of its own the first time a state of the course grades, then kept in KERNEL_REFERENCES;
+    of its own the first time a state of the course grades or is published, then kept in KERNEL_REFERENCES;
     recordings unused for a week are removed. A section whose data is missing here is left out
     (its own notebook then fails on the data, saying where to put it)."""
     return _recorded() / "references"

@@ -275,8 +275,8 @@ def test_offline_a_section_1_check_records_section_1_and_section_7_once_its_data
 
 
 def test_publishing_without_banking77_says_where_to_put_it(offline, tmp_path, monkeypatch):
-    recorded = publish.record
-    monkeypatch.setattr(publish, "record", lambda: recorded(sections=("07-banking77",)))
+    monkeypatch.setattr(publish, "KERNEL_REFERENCES", tmp_path / "references")
+    monkeypatch.setattr(publish, "SECTIONS", ("07-banking77",))
     with pytest.raises(publish.DataMissing, match=r"put its train.csv and test.csv in a folder and set "
                                                    r"BANKING77_DIR to that folder"):
         publish.publish(tmp_path / "edition")
