@@ -91,6 +91,29 @@ def kept_grading():
     return grade
 
 
+@pytest.fixture(scope="session")
+def kept_run():
+    """`kept_run(name, key, folder, run)`: `run()`, which writes into `folder`, or, when the last
+    run under `name` on this machine had the same `key`, what it left in `folder` and returned
+    (JSON) put back instead. `key` must hold everything the run's result depends on: for a grading,
+    grader.fingerprint.grading_versions and the bytes of the notebooks it grades."""
+    def keep(name, key, folder, run):
+        kept = KEPT / f"{name}-{_this_cpu()}"
+        if (kept / "key.txt").is_file() and (kept / "key.txt").read_text() == key:
+            shutil.copytree(kept / "folder", folder, dirs_exist_ok=True)
+            return json.loads((kept / "returned.json").read_text())
+        returned = run()
+        partial = kept.with_name(f"{kept.name}.{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(folder, partial / "folder")
+        (partial / "returned.json").write_text(json.dumps(returned))
+        (partial / "key.txt").write_text(key)
+        shutil.rmtree(kept, ignore_errors=True)
+        partial.rename(kept)  # whole or not at all
+        return returned
+    return keep
+
+
 @pytest.fixture(scope="session", autouse=True)
 def checks_recorded_before_mutants():
     """Under mutmut, record the checks' results (grader.publish.kernel_references) from the code as

@@ -339,11 +339,14 @@ def test_grades_entered_for_the_demo_never_overwrite_a_graders(folder):
 
 
 @pytest.mark.nbgrader
-def test_plain_nbgrader_in_the_class_folder_scores_the_sample_class_as_grader_autograde(tmp_path, kept_grading):
-    """Section 1 of the sample class, broken submissions included, graded by `grader autograde`
-    (or kept from the last run on this machine where neither the notebooks nor the grader changed),
-    then again by plain `nbgrader autograde` in its folder: the same points for every task."""
+def test_plain_nbgrader_in_the_class_folder_scores_the_sample_class_as_grader_autograde(tmp_path, kept_grading,
+                                                                                        kept_run):
+    """Section 1 of the sample class, broken submissions included, graded by `grader autograde`,
+    then again by plain `nbgrader autograde` in its folder: the same points for every task. Each
+    grading is kept from the last run on this machine where neither the notebooks nor what grades
+    them changed."""
     from grader import judge
+    from grader.fingerprint import grading_versions
     from grader.sample_class import CLASS
     hand_in = tmp_path / "class"
     for path in sorted(CLASS.glob(f"*/{SECTION}.ipynb")):
@@ -353,8 +356,12 @@ def test_plain_nbgrader_in_the_class_folder_scores_the_sample_class_as_grader_au
     results, _ = kept_grading(f"sample-class-{SECTION}", [hand_in], out, workers=2, timeout=30)
     ours = {(r["student"], t["grade_id"]): t["score"] for r in results.values() if not r["error"] for t in r["tasks"]}
     assert {"jon", "ivy"} <= {student for student, _ in ours}  # repaired: metadata stripped, a check deleted
-    graded = _nbgrader(["autograde", SECTION, "--force"], out, timeout=1800)
-    assert "Traceback" not in graded.stderr, graded.stderr[-3000:]
+    handed_in = hashlib.sha256(b"".join(str(p.relative_to(out)).encode() + p.read_bytes()
+                                        for p in sorted((out / "submitted").rglob("*.ipynb"))))
+    key = " ".join([grading_versions()[SECTION], handed_in.hexdigest(), (out / "grading.json").read_text()])
+    stderr = kept_run(f"plain-nbgrader-{SECTION}", key, out,
+                      lambda: _nbgrader(["autograde", SECTION, "--force"], out, timeout=1800).stderr)
+    assert "Traceback" not in stderr, stderr[-3000:]
     checks = judge.check_cells(SECTION)
     written = gradebook.written_questions(SECTION)
     with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as book:
