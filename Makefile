@@ -1,7 +1,8 @@
 # The two commands of the README, with their set-up:
 #   make demo   build the release and autograde the sample class
 #   make test   run the whole test suite (what .ci/run calls)
-# Both create .venv from requirements.txt first, and again only when that file changes.
+# Both link .venv to the course's environment first, built from requirements.txt when no environment
+# of that file lies on this machine.
 #   make mutation   mutation testing of ticketnet.py and the grader (setup.cfg [mutmut]) of the
 #                   functions changed since MUTATION.md; not part of `make test` (CI checks that
 #                   MUTATION.md has a row for every function's current code)
@@ -9,6 +10,12 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
+# The course's environment lives outside the checkout, one per requirements.txt (its digest in the
+# folder's name), and .venv links to it: a fresh clone on the same machine links the one it finds
+# instead of installing the pins again (two minutes on one core, in every CI run). Building one
+# removes the environments of older pins, as the platforms' below.
+KEPT_ENVIRONMENTS := $(HOME)/.cache/transformer-block-course
+COURSE_VENV := $(KEPT_ENVIRONMENTS)/venv-course-$(shell sha256sum requirements.txt | cut -c1-12)
 # pytest-xdist spreads the suite over the cores by module and class: a notebook stays whole on
 # one worker, where nbval replays it and compares every output with the stored one. The scopes go
 # out in the order tests/conftest.py gives them, the longest first (LONGEST_FIRST): xdist's own
@@ -40,12 +47,12 @@ platform_python_version = $(shell sed -n 's/^\# python: *//p' platforms/$(1).in)
 platform_python = $(or $(PYTHON_$(1)),$(firstword $(wildcard $(HOME)/.pyenv/versions/$(2).*/bin/python$(2) /usr/local/bin/python$(2) /usr/bin/python$(2))))
 # Kept outside the checkout, one per lock, so that a fresh clone on the same machine reuses it; building
 # one removes the platform's environments of older locks (several GB each).
-platform_venv = $(HOME)/.cache/transformer-block-course/venv-$(1)-$(shell sha256sum platforms/$(1).txt | cut -c1-12)
+platform_venv = $(KEPT_ENVIRONMENTS)/venv-$(1)-$(shell sha256sum platforms/$(1).txt | cut -c1-12)
 PLATFORM_VENVS := $(foreach p,$(PLATFORMS),$(call platform_venv,$(p)))
 # What the tests read: NAME=/path/to/python for each platform (tests/test_platforms.py)
 PLATFORM_PYTHONS := $(foreach p,$(PLATFORMS),$(p)=$(call platform_venv,$(p))/bin/python)
 
-.PHONY: demo test mutation remeasure lock lock-platform clean bubblewrap chromium
+.PHONY: demo test mutation remeasure lock lock-platform clean bubblewrap chromium FORCE
 
 # System packages, installed with apt where make runs as root; elsewhere one line names the
 # package. $(call system_package,PACKAGE,PROGRAM,WHY): nothing to do when PROGRAM is on the PATH.
@@ -63,12 +70,21 @@ bubblewrap:
 chromium:
 	$(call system_package,chromium,chromium,the browser tests open JupyterLab in chromium)
 
-$(VENV)/.installed: requirements.txt
+# Its folder's name holds the digest of requirements.txt, so the file is an order-only prerequisite:
+# a fresh clone's newer file times must not rebuild an environment of the same pins.
+$(COURSE_VENV)/.installed: | requirements.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "the course needs Python 3.11 or newer, found " + sys.version.split()[0]'
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check $(TORCH_INDEX) -r requirements.txt
-	$(BIN)/python -m ipykernel install --sys-prefix --name python3 > /dev/null
+	rm -rf $(KEPT_ENVIRONMENTS)/venv-course-* && mkdir -p $(KEPT_ENVIRONMENTS) && $(PYTHON) -m venv $(COURSE_VENV)
+	$(COURSE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check $(TORCH_INDEX) -r requirements.txt
+	$(COURSE_VENV)/bin/python -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
+
+# The link is checked on every run (FORCE): pins changed back to those of an environment built
+# earlier must link that one again, whatever the file times say.
+$(VENV)/.installed: $(COURSE_VENV)/.installed FORCE
+	@[ "$$(readlink $(VENV))" = "$(COURSE_VENV)" ] || { rm -rf $(VENV) && ln -s $(COURSE_VENV) $(VENV); }
+
+FORCE:
 
 # A platform's environment. Its folder's name holds the lock's digest, so the lock is an order-only
 # prerequisite: a fresh clone's newer file times must not rebuild an environment of the same lock.
@@ -149,4 +165,4 @@ lock-platform:
 	mv platforms/$(PLATFORM).txt.new platforms/$(PLATFORM).txt
 
 clean:
-	rm -rf $(VENV) $(PLATFORM_VENVS) .pytest_cache mutants
+	rm -rf $(VENV) $(COURSE_VENV) $(PLATFORM_VENVS) .pytest_cache mutants

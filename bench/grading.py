@@ -259,9 +259,36 @@ def _cell_seconds(cell):
     return (ended - started).total_seconds()
 
 
+class _Timed:
+    """Seconds spent in calls of `owner.name` (and how many) while in a `with` block."""
+
+    def __init__(self, owner, name):
+        self.owner, self.name, self.seconds, self.calls = owner, name, 0.0, 0
+
+    def __enter__(self):
+        self.original = getattr(self.owner, self.name)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return self.original(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+                self.calls += 1
+        setattr(self.owner, self.name, timed)
+        return self
+
+    def __exit__(self, *exc):
+        setattr(self.owner, self.name, self.original)
+
+
 def breakdown(warm, timeout, sections=SECTIONS, sandboxed=True):
-    """A row per section: the phases of grading its solution notebook."""
+    """A row per section: the phases of grading its solution notebook. The judge's seconds (its
+    second run of each check, in the grader, hidden tests included) are split into its requests to
+    the kernel (each a cell the kernel runs: the student's code on the check's inputs) and its own
+    work; the rest is nbgrader's and the grader's (reading, preprocessing, gradebook, writing)."""
     import nbformat
+    from grader import judge, probe
     from grader.grading import GradingCourse
     from grader.setup_cell import TAG
     start_kernel = kernel_start(warm, sandboxed)
@@ -271,9 +298,10 @@ def breakdown(warm, timeout, sections=SECTIONS, sandboxed=True):
         course.register(section)  # registration is paid once per class, not per notebook
         if course.kernels:
             course.kernels.wait()
-        started = time.perf_counter()
-        result = course.grade(SOLUTIONS / section / f"{section}.ipynb")
-        graded = time.perf_counter()
+        with _Timed(judge, "judge") as judged, _Timed(probe.Link, "request") as requests:
+            started = time.perf_counter()
+            result = course.grade(SOLUTIONS / section / f"{section}.ipynb")
+            graded = time.perf_counter()
         course.feedback_html(section)
         finished = time.perf_counter()
         notebook = nbformat.read(course.folder / "autograded" / "self" / section / f"{section}.ipynb",
@@ -281,11 +309,15 @@ def breakdown(warm, timeout, sections=SECTIONS, sandboxed=True):
         code = [c for c in notebook.cells if c.cell_type == "code"]
         first = next(i for i, c in enumerate(code) if TAG in c.metadata.get("tags", []))
         imports = sum(_cell_seconds(c) for c in code[first:first + 2])  # set-up, then the imports
-        cells = sum(_cell_seconds(c) for c in code) - imports
+        checks = sum(_cell_seconds(c) for c in code if judge.is_check_cell(c))  # the visible checks
+        cells = sum(_cell_seconds(c) for c in code) - imports - checks
         course.close()
         rows.append({"section": section, "kernel start": start_kernel, "set-up and imports": imports,
-                     "other cells": cells,
-                     "the rest (nbgrader, grader)": graded - started - start_kernel - imports - cells,
+                     "other cells": cells, "check cells, the kernel's run": checks,
+                     "the judge's requests to the kernel": requests.seconds,
+                     "requests": requests.calls, "the judge's own": judged.seconds - requests.seconds,
+                     "the rest (nbgrader, grader)": graded - started - start_kernel - imports - cells - checks
+                     - judged.seconds,
                      "feedback": finished - graded, "total": finished - started,
                      "score": f"{result['score']:g}/{result['max_score']:g}"})
     return rows

@@ -1,6 +1,7 @@
-"""The written answers' model answers and mark schemes: shown to the grader under each answer in
-the autograded notebook that Formgrader opens, and taken out of the student's feedback. Both are
-nbconvert preprocessors that nbgrader runs (grader.release.nbgrader_config)."""
+"""What the grader sees and the student's feedback does not: the written answers' model answers and
+mark schemes, shown under each answer in the autograded notebook that Formgrader opens, and the
+check cells' hidden tests. All are nbconvert preprocessors that nbgrader runs
+(grader.release.nbgrader_config)."""
 
 import functools
 
@@ -8,7 +9,7 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
-from grader.course import solution_notebook
+from grader.course import solution_notebook, without_hidden_tests
 
 MARK_SCHEME = "mark_scheme"  # cell.metadata["course"][MARK_SCHEME]: the written answer it belongs to
 
@@ -30,6 +31,19 @@ class DropMarkSchemes(Preprocessor):
 
     def preprocess(self, nb, resources):
         nb.cells = [c for c in nb.cells if MARK_SCHEME not in c.metadata.get("course", {})]
+        return nb, resources
+
+
+class DropHiddenTests(Preprocessor):
+    """Show each check cell of the feedback as the release does: the judge's verdict says how its
+    hidden tests went, and their inputs stay the instructor's, for the next class too."""
+
+    enabled = Bool(True)  # nbconvert's preprocessors run only when enabled
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:
+            if cell.cell_type == "code" and "### BEGIN HIDDEN TESTS" in cell.source:
+                cell.source = without_hidden_tests(cell.source).rstrip("\n")  # as the release ends it
         return nb, resources
 
 

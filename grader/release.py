@@ -82,8 +82,9 @@ def nbgrader_config(root, release_dir, db, source="solutions", timeout=120, kern
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbconvert.preprocessors.sanitize import SanitizeHTML
     from nbgrader.preprocessors import GetGrades
-    from grader.marks import DropMarkSchemes  # shown to the grader in Formgrader, never to the student
-    config.GenerateFeedback.preprocessors = [DropMarkSchemes, GetGrades, SanitizeHTML, CSSHTMLHeaderPreprocessor]
+    from grader.marks import DropHiddenTests, DropMarkSchemes  # shown to the grader in Formgrader, never to the student
+    config.GenerateFeedback.preprocessors = [DropMarkSchemes, DropHiddenTests, GetGrades, SanitizeHTML,
+                                             CSSHTMLHeaderPreprocessor]
     config.SanitizeHTML.enabled = True  # nbconvert's preprocessors are off until enabled
     if judged:  # the submission repaired first (grader.repair); each check's outputs: the judge's verdict (grader.judge)
         from nbgrader.converters import Autograde

@@ -211,6 +211,25 @@ def test_each_written_answer_is_followed_by_its_mark_scheme_which_the_feedback_d
     assert len(marked.cells) == cells + 1 + 3 and marked.cells[-1] is extra
 
 
+def test_the_feedback_shows_each_check_as_released_without_its_hidden_tests():
+    """The autograded notebook holds the solutions' check cells, hidden tests included (Formgrader
+    shows them); the feedback takes those out, and nothing else of any cell."""
+    solution = nbformat.read(solution_notebook(SECTION), as_version=4)
+    released = nbformat.read(release_notebook(SECTION), as_version=4)
+    graded = copy.deepcopy(solution)
+    markdown = nbformat.v4.new_markdown_cell("### BEGIN HIDDEN TESTS\nwritten, not code\n### END HIDDEN TESTS\n")
+    graded.cells.append(markdown)
+    hidden = [c for c in graded.cells if "### BEGIN HIDDEN TESTS" in c.source and c.cell_type == "code"]
+    assert hidden, "the section has no hidden tests to take out"
+    shown, _ = marks.DropHiddenTests().preprocess(graded, {})
+    assert [c.source for c in shown.cells[:-1] if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+            and not c.metadata["nbgrader"].get("solution")] == \
+        [c.source for c in released.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+         and not c.metadata["nbgrader"].get("solution")]
+    assert all(a.source == b.source for a, b in zip(shown.cells, solution.cells) if "HIDDEN TESTS" not in b.source)
+    assert shown.cells[-1].source == markdown.source  # a markdown cell is no check
+
+
 def test_a_graded_notebook_without_an_answer_or_a_result_without_a_check_loses_no_grade(folder):
     """A stand-in for a worker's result that is short of something: the first answer's cell is not
     in its graded notebook, and it scores no check. The answer waits; each check gets 0."""

@@ -4,6 +4,7 @@ autograder does, and the whole sample class against what each student should sco
 import copy
 import csv
 import gc
+import html
 import json
 import re
 import shutil
@@ -347,7 +348,22 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
                     "test_PostNormBlock": (0.0, None, None)}
         [parts] = [c for c in graded.cells if "earlier-parts" in c.metadata.get("tags", [])]
         assert parts.source == PASTED_PARTS  # what ada wrote, not the course's code that ran
+        # each check cell as the solutions hold it (hidden tests restored), with the judge's verdict
+        # as its output; none of the judge's requests to the kernel is left in the notebook
+        checks = {grading_meta(c)["grade_id"]: c for c in graded.cells
+                  if grading_meta(c).get("grade") and not grading_meta(c).get("solution")}
+        assert list(checks) == ["test_Block", "test_to_reference", "test_PostNormBlock"]
+        assert {name: c.source for name, c in checks.items()} == \
+            {name: source for name, (source, _) in judge.check_cells(section).items()}
+        assert [o.output_type for o in checks["test_Block"].outputs] == ["stream"]
+        assert checks["test_to_reference"].outputs[-1].evalue.startswith("name 'to_reference' is not defined")
+        assert not any("grader.probe" in c.source for c in graded.cells)
         page = course.feedback_html(section, "ada")
+        shown = html.unescape(re.sub(r"<[^>]+>", "", page))  # the page's text, as the student reads it
+        assert "grader.probe" not in shown and "NameError: name 'to_reference' is not defined" in shown
+        # the student sees each check as released, never the inputs of its hidden tests
+        assert "check.to_reference(to_reference)" in shown
+        assert "HIDDEN TESTS" not in shown and "d_model=64, heads=4" not in shown
         assert "<h4>05-block (Score: 3.0 / 13.0)</h4>" in page  # 3 of 7 autograded, written answers to come
         assert "no attention at all" in page and "def split_heads" not in page
         # the autograded notebook shows the grader each mark scheme; the student's page never does

@@ -15,6 +15,8 @@ set-up cell, untouched and with the model answers written in. The supported rang
 notebook's set-up cell checks it.
 """
 
+import functools
+import hashlib
 import json
 import os
 import platform
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import _this_cpu, checkout_digest
 from grader import course
 from grader.course import SECTIONS, SUPPORTED, solution_notebook
 from test_edition import assert_model_answers_pass_the_editions_check
@@ -104,6 +107,35 @@ def _run(python, *args, timeout=1800, env=None):
                           env=None if env is None else {**os.environ, **env})
 
 
+# What a run of the course's tests under a platform's Python reads besides the checkout: the
+# platform's interpreter (its libraries are the lock's, a file of the checkout), git (the set-up
+# cell clones the edition with it), the CPU, Banking77 and the settings below.
+SETTINGS = ("OMP_NUM_THREADS", "ATEN_CPU_CAPABILITY", "MKL_CBWR", "NBGRADER_EXECUTION")
+
+
+def kept_pass(kept_run, tmp_path, name, python, tests, run):
+    """`run()`, a platform's pytest of the checkout's `tests`, or the record of its last pass on
+    this machine when nothing it reads has changed since: the checkout outside tests/ and those
+    tests (conftest.checkout_digest), the platform's interpreter, git, the CPU (kept_run's
+    folders are per CPU), Banking77 and SETTINGS. A run that fails is never kept: it runs again
+    next time. Returns the run's output."""
+    def passed():
+        done = run()
+        assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+        return done.stdout
+    digest = checkout_digest(*tests)
+    if digest is None:  # not a git checkout: nothing says what changed
+        return passed()
+    banking77 = Path(os.environ.get("BANKING77_DIR", ROOT.parent / "shared" / "data" / "banking77"))
+    key = json.dumps({
+        "checkout": digest, "tests": list(tests), "cpu": _this_cpu(),
+        "python": _run(python, "-c", "import sys; print(sys.executable, sys.version)").stdout,
+        "git": subprocess.run(["git", "--version"], capture_output=True, text=True).stdout,
+        "banking77": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(banking77.glob("*.csv"))},
+        "settings": {k: os.environ.get(k) for k in SETTINGS}}, sort_keys=True)
+    return kept_run(name, key, tmp_path, passed)
+
+
 @pytest.fixture(scope="session")
 def edition(tmp_path_factory):
     """A student edition published here, under our pins: publishing needs nbgrader, which the
@@ -112,6 +144,32 @@ def edition(tmp_path_factory):
     folder = tmp_path_factory.mktemp("edition") / "course-student"
     publish.publish(folder)
     return folder
+
+
+def test_a_kept_pass_is_read_back_only_while_nothing_the_run_reads_has_changed(tmp_path):
+    """The key of kept_pass: any change outside tests/ (tracked or new), or to the tests the run
+    names, gives another digest; a change to another test file does not."""
+    repo, plain = tmp_path / "checkout", tmp_path / "plain"
+    plain.mkdir()
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    for name, text in [("ticketnet.py", "a = 1\n"), ("tests/test_alone.py", "x = 1\n"), ("tests/test_other.py", "y = 1\n")]:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git("init", "-q")
+    git("add", ".")
+    digest = functools.partial(checkout_digest, "tests/test_alone.py", root=repo)
+    first = digest()
+    (repo / "tests" / "test_other.py").write_text("y = 2\n")
+    assert digest() == first
+    for change in (lambda: (repo / "ticketnet.py").write_text("a = 2\n"),
+                   lambda: (repo / "tests" / "test_alone.py").write_text("x = 2\n"),
+                   lambda: (repo / "grader.py").write_text("new = True\n")):
+        before = digest()
+        change()
+        assert digest() != before
+    assert checkout_digest(root=plain) is None
 
 
 class PlatformPython:
@@ -148,13 +206,16 @@ class OnPlatform(PlatformPython):
         (problems,) = json.loads(run.stdout).values()
         assert problems == [], "\n".join(problems)
 
-    def test_every_catalogue_entry_gets_the_same_verdict(self, python):
+    def test_every_catalogue_entry_gets_the_same_verdict(self, python, kept_run, tmp_path):
         """tests/test_catalogue.py holds every wrong answer to its message and every right answer to
-        full marks; here it runs in the platform's environment (without our pins' pytest plugins)."""
-        run = _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q",
-                   "-W", "ignore::DeprecationWarning", "tests/test_catalogue.py", "-k", "not TestStudentEdition")
-        assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
-        assert re.search(r"\b\d+ passed\b", run.stdout) and " failed" not in run.stdout
+        full marks; here it runs in the platform's environment (without our pins' pytest plugins),
+        or its last pass is read back when nothing it reads has changed (kept_pass)."""
+        printed = kept_pass(kept_run, tmp_path, f"catalogue-on-{self.name}", python,
+                            ["tests/test_catalogue.py", "tests/conftest.py"],
+                            lambda: _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q",
+                                         "-W", "ignore::DeprecationWarning", "tests/test_catalogue.py",
+                                         "-k", "not TestStudentEdition"))
+        assert re.search(r"\b\d+ passed\b", printed) and " failed" not in printed
 
     @pytest.mark.parametrize("section", ["01-heads", "05-block"])
     def test_an_edition_published_under_our_pins_checks_the_model_answers(self, python, edition, section):
@@ -169,14 +230,17 @@ class ReleaseAloneOnPlatform(PlatformPython):
     parallel suite runs it beside the platform's other tests (it takes the longest)."""
 
     def test_every_release_notebook_alone_fetches_the_edition_and_passes_with_the_model_answers(
-            self, python, edition):
+            self, python, edition, kept_run, tmp_path):
         """tests/test_release_alone.py, run by the platform's Python against the edition served as
-        a git repository, with the platform's module standing in the kernel."""
-        run = _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q",
-                   "tests/test_release_alone.py",
-                   env={"COURSE_EDITION": str(edition), "PLATFORM_STANDIN": MODULE_OF[self.name]})
-        assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
-        assert re.search(rf"\b{len(SECTIONS)} passed\b", run.stdout), run.stdout[-2000:]
+        a git repository, with the platform's module standing in the kernel; or its last pass read
+        back when nothing it reads has changed (kept_pass: the edition is published from the
+        checkout)."""
+        printed = kept_pass(kept_run, tmp_path, f"release-alone-on-{self.name}", python,
+                            ["tests/test_release_alone.py", "tests/conftest.py"],
+                            lambda: _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q",
+                                         "tests/test_release_alone.py",
+                                         env={"COURSE_EDITION": str(edition), "PLATFORM_STANDIN": MODULE_OF[self.name]}))
+        assert re.search(rf"\b{len(SECTIONS)} passed\b", printed), printed[-2000:]
 
 
 for _name in PLATFORMS:  # TestOnColab, TestReleaseAloneOnColab, TestOnKaggle, ...
