@@ -83,13 +83,19 @@ def kept_grading():
             (out / "results.json").write_text(json.dumps({k: v for k, v in results.items() if k in handed_in}))
         lines = []
         results = autograde.autograde(inputs, out, echo=lines.append, **options)
-        partial = kept.with_name(f"{kept.name}.{os.getpid()}")
-        shutil.rmtree(partial, ignore_errors=True)
-        shutil.copytree(out, partial, ignore=shutil.ignore_patterns("unpacked"))
-        shutil.rmtree(kept, ignore_errors=True)
-        partial.rename(kept)  # whole or not at all: a run killed midway leaves the last complete one
+        _keep_whole(kept, lambda partial: shutil.copytree(out, partial, ignore=shutil.ignore_patterns("unpacked")))
         return results, lines
     return grade
+
+
+def _keep_whole(kept, write):
+    """Put in place of the folder `kept` what `write(folder)` writes, whole or not at all: a run
+    killed midway leaves the last complete one."""
+    partial = kept.with_name(f"{kept.name}.{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    write(partial)
+    shutil.rmtree(kept, ignore_errors=True)
+    partial.rename(kept)
 
 
 @pytest.fixture(scope="session")
@@ -104,13 +110,12 @@ def kept_run():
             shutil.copytree(kept / "folder", folder, dirs_exist_ok=True)
             return json.loads((kept / "returned.json").read_text())
         returned = run()
-        partial = kept.with_name(f"{kept.name}.{os.getpid()}")
-        shutil.rmtree(partial, ignore_errors=True)
-        shutil.copytree(folder, partial / "folder")
-        (partial / "returned.json").write_text(json.dumps(returned))
-        (partial / "key.txt").write_text(key)
-        shutil.rmtree(kept, ignore_errors=True)
-        partial.rename(kept)  # whole or not at all
+
+        def write(partial):
+            shutil.copytree(folder, partial / "folder")
+            (partial / "returned.json").write_text(json.dumps(returned))
+            (partial / "key.txt").write_text(key)
+        _keep_whole(kept, write)
         return returned
     return keep
 
