@@ -46,11 +46,6 @@ def is_parts_cell(cell):
     return cell.cell_type == "code" and PARTS_TAG in cell.metadata.get("tags", [])
 
 
-def without_hidden_tests(source):
-    """A check cell's code as the release shows it: its hidden tests left out."""
-    return re.sub(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS\n?", "", source, flags=re.S)
-
-
 def solution_notebook(section):
     return SOLUTIONS / section / f"{section}.ipynb"
 

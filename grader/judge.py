@@ -25,7 +25,7 @@ import re
 import nbformat
 import torch
 
-from grader.course import SOLUTIONS, is_parts_cell, solution_notebook, without_hidden_tests
+from grader.course import SOLUTIONS, is_parts_cell, solution_notebook
 from grader.probe import Exchange, Link, NotPlainData
 
 # (section, student) -> {grade_id: verdict}: filled while nbgrader autogrades, read by the grader
@@ -42,6 +42,11 @@ def nbgrader(cell):
 
 def is_check_cell(cell):
     return cell.cell_type == "code" and nbgrader(cell).get("grade") and not nbgrader(cell).get("solution")
+
+
+def without_hidden_tests(source):
+    """A check cell's code as the release shows it: its hidden tests left out."""
+    return re.sub(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS\n?", "", source, flags=re.S)
 
 
 @functools.cache

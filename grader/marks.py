@@ -9,7 +9,8 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
-from grader.course import solution_notebook, without_hidden_tests
+from grader.course import solution_notebook
+from grader.judge import without_hidden_tests
 
 MARK_SCHEME = "mark_scheme"  # cell.metadata["course"][MARK_SCHEME]: the written answer it belongs to
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import nbformat
 
 from grader.course import solution_notebook
-from grader.course import without_hidden_tests
+from grader.judge import without_hidden_tests
 
 
 @dataclass(frozen=True)
