@@ -86,6 +86,7 @@ def nbgrader_config(root, release_dir, db, source="solutions", timeout=120, kern
     config.GenerateFeedback.preprocessors = [DropMarkSchemes, DropHiddenTests, GetGrades, SanitizeHTML,
                                              CSSHTMLHeaderPreprocessor]
     config.SanitizeHTML.enabled = True  # nbconvert's preprocessors are off until enabled
+    config.GenerateFeedback.exporter_class = "grader.feedback.FeedbackPage"
     if judged:  # the submission repaired first (grader.repair); each check's outputs: the judge's verdict (grader.judge)
         from nbgrader.converters import Autograde
         from nbgrader.preprocessors import Execute

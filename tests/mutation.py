@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "MUTATION.md"
 EQUIVALENT = ROOT / "tests" / "equivalent_mutants.txt"
 MODULES = {"ticketnet": "ticketnet.py", **{f"grader.{name}": f"grader/{name}.py" for name in (
-    "autograde", "fingerprint", "gradebook", "grading", "marks", "repair", "report", "schedule", "worker")}}
+    "autograde", "feedback", "fingerprint", "gradebook", "grading", "marks", "repair", "report", "schedule", "worker")}}
 MINIMUM = 85  # percent of mutants killed, over all modules
 DETECTED = {"killed", "timeout", "segfault"}  # a test failed, hung or crashed on the mutant
 COUNTS = ["mutants", "killed", "equivalent", "survived", "no tests"]

@@ -369,7 +369,7 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
         # the autograded notebook shows the grader each mark scheme; the student's page never does
         assert sum("For the grader" in c.source for c in graded.cells) == len(written_questions(section))
         assert "For the grader" not in page and "Mark scheme" not in page
-        assert "NameError</span>: name 'to_reference' is not defined" in page
+        assert "NameError</span>: name 'to_reference' is not defined" in html.unescape(page)  # in the error's colour
         # ada hands in again: a notebook that kills its kernel, then the model answer
         block.source = "import os\nos._exit(3)"
         nbformat.write(notebook, handed_in)
