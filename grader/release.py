@@ -82,7 +82,8 @@ def nbgrader_config(root, release_dir, db, source="solutions", timeout=120, kern
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbconvert.preprocessors.sanitize import SanitizeHTML
     from nbgrader.preprocessors import GetGrades
-    from grader.marks import DropHiddenTests, DropMarkSchemes  # shown to the grader in Formgrader, never to the student
+    # what Formgrader shows the grader and the student's feedback never does
+    from grader.marks import DropHiddenTests, DropMarkSchemes
     config.GenerateFeedback.preprocessors = [DropMarkSchemes, DropHiddenTests, GetGrades, SanitizeHTML,
                                              CSSHTMLHeaderPreprocessor]
     config.SanitizeHTML.enabled = True  # nbconvert's preprocessors are off until enabled

@@ -120,18 +120,23 @@ def kept_run():
     return keep
 
 
+# What tools write after measuring the checkout, never read by a test run as its input: a new
+# mutation score or benchmark table must not run the platforms' passes again
+RECORDS = ("MUTATION.md", "BENCHMARKS.md")
+
+
 def checkout_digest(*tests, root=ROOT):
     """A digest of every file git tracks outside tests/ (the library, the grader, the notebooks,
-    the data, the locks, the Makefile; untracked files too, unless ignored) and of the files `tests`
-    of tests/ (paths from the checkout): all that a run of those tests can read of the checkout. A
-    change to anything else in tests/ leaves it as it was; None outside a git checkout."""
+    the data, the locks, the Makefile; untracked files too, unless ignored) but RECORDS, and of the
+    files `tests` of tests/ (paths from the checkout): all that a run of those tests can read of the
+    checkout. A change to anything else in tests/ leaves it as it was; None outside a git checkout."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                             cwd=root, capture_output=True)
     if listed.returncode != 0:
         return None
     digest = hashlib.sha256()
     for name in sorted(listed.stdout.decode().split("\0")):
-        if name and (not name.startswith("tests/") or name in tests) and (root / name).is_file():
+        if name and name not in RECORDS and (not name.startswith("tests/") or name in tests) and (root / name).is_file():
             digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _this_cpu, checkout_digest
+from conftest import checkout_digest
 from grader import course
 from grader.course import SECTIONS, SUPPORTED, solution_notebook
 from test_edition import assert_model_answers_pass_the_editions_check
@@ -113,11 +113,11 @@ def _run(python, *args, timeout=1800, env=None):
 SETTINGS = ("OMP_NUM_THREADS", "ATEN_CPU_CAPABILITY", "MKL_CBWR", "NBGRADER_EXECUTION")
 
 
-def kept_pass(kept_run, tmp_path, name, python, tests, run):
+def kept_pass(kept_run, banking77_dir, tmp_path, name, python, tests, run):
     """`run()`, a platform's pytest of the checkout's `tests`, or the record of its last pass on
     this machine when nothing it reads has changed since: the checkout outside tests/ and those
-    tests (conftest.checkout_digest), the platform's interpreter, git, the CPU (kept_run's
-    folders are per CPU), Banking77 and SETTINGS. A run that fails is never kept: it runs again
+    tests (conftest.checkout_digest), the platform's interpreter, git, Banking77 and SETTINGS
+    (and the CPU: kept_run keeps a folder per CPU). A run that fails is never kept: it runs again
     next time. Returns the run's output."""
     def passed():
         done = run()
@@ -126,12 +126,11 @@ def kept_pass(kept_run, tmp_path, name, python, tests, run):
     digest = checkout_digest(*tests)
     if digest is None:  # not a git checkout: nothing says what changed
         return passed()
-    banking77 = Path(os.environ.get("BANKING77_DIR", ROOT.parent / "shared" / "data" / "banking77"))
     key = json.dumps({
-        "checkout": digest, "tests": list(tests), "cpu": _this_cpu(),
+        "checkout": digest, "tests": list(tests),
         "python": _run(python, "-c", "import sys; print(sys.executable, sys.version)").stdout,
         "git": subprocess.run(["git", "--version"], capture_output=True, text=True).stdout,
-        "banking77": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(banking77.glob("*.csv"))},
+        "banking77": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(banking77_dir.glob("*.csv"))},
         "settings": {k: os.environ.get(k) for k in SETTINGS}}, sort_keys=True)
     return kept_run(name, key, tmp_path, passed)
 
@@ -148,13 +147,15 @@ def edition(tmp_path_factory):
 
 def test_a_kept_pass_is_read_back_only_while_nothing_the_run_reads_has_changed(tmp_path):
     """The key of kept_pass: any change outside tests/ (tracked or new), or to the tests the run
-    names, gives another digest; a change to another test file does not."""
+    names, gives another digest; a change to another test file, or to the records of measurements
+    (MUTATION.md, BENCHMARKS.md), does not."""
     repo, plain = tmp_path / "checkout", tmp_path / "plain"
     plain.mkdir()
 
     def git(*args):
         subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-    for name, text in [("ticketnet.py", "a = 1\n"), ("tests/test_alone.py", "x = 1\n"), ("tests/test_other.py", "y = 1\n")]:
+    for name, text in [("ticketnet.py", "a = 1\n"), ("tests/test_alone.py", "x = 1\n"), ("tests/test_other.py", "y = 1\n"),
+                       ("MUTATION.md", "92%\n"), ("BENCHMARKS.md", "3x\n"), ("README.md", "one\n")]:
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text(text)
     git("init", "-q")
@@ -162,10 +163,13 @@ def test_a_kept_pass_is_read_back_only_while_nothing_the_run_reads_has_changed(t
     digest = functools.partial(checkout_digest, "tests/test_alone.py", root=repo)
     first = digest()
     (repo / "tests" / "test_other.py").write_text("y = 2\n")
+    (repo / "MUTATION.md").write_text("93%\n")
+    (repo / "BENCHMARKS.md").write_text("4x\n")
     assert digest() == first
     for change in (lambda: (repo / "ticketnet.py").write_text("a = 2\n"),
                    lambda: (repo / "tests" / "test_alone.py").write_text("x = 2\n"),
-                   lambda: (repo / "grader.py").write_text("new = True\n")):
+                   lambda: (repo / "grader.py").write_text("new = True\n"),
+                   lambda: (repo / "README.md").write_text("two\n")):
         before = digest()
         change()
         assert digest() != before
@@ -206,11 +210,11 @@ class OnPlatform(PlatformPython):
         (problems,) = json.loads(run.stdout).values()
         assert problems == [], "\n".join(problems)
 
-    def test_every_catalogue_entry_gets_the_same_verdict(self, python, kept_run, tmp_path):
+    def test_every_catalogue_entry_gets_the_same_verdict(self, python, kept_run, banking77_dir, tmp_path):
         """tests/test_catalogue.py holds every wrong answer to its message and every right answer to
         full marks; here it runs in the platform's environment (without our pins' pytest plugins),
         or its last pass is read back when nothing it reads has changed (kept_pass)."""
-        printed = kept_pass(kept_run, tmp_path, f"catalogue-on-{self.name}", python,
+        printed = kept_pass(kept_run, banking77_dir, tmp_path, f"catalogue-on-{self.name}", python,
                             ["tests/test_catalogue.py", "tests/conftest.py"],
                             lambda: _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q",
                                          "-W", "ignore::DeprecationWarning", "tests/test_catalogue.py",
@@ -230,12 +234,12 @@ class ReleaseAloneOnPlatform(PlatformPython):
     parallel suite runs it beside the platform's other tests (it takes the longest)."""
 
     def test_every_release_notebook_alone_fetches_the_edition_and_passes_with_the_model_answers(
-            self, python, edition, kept_run, tmp_path):
+            self, python, edition, kept_run, banking77_dir, tmp_path):
         """tests/test_release_alone.py, run by the platform's Python against the edition served as
         a git repository, with the platform's module standing in the kernel; or its last pass read
         back when nothing it reads has changed (kept_pass: the edition is published from the
         checkout)."""
-        printed = kept_pass(kept_run, tmp_path, f"release-alone-on-{self.name}", python,
+        printed = kept_pass(kept_run, banking77_dir, tmp_path, f"release-alone-on-{self.name}", python,
                             ["tests/test_release_alone.py", "tests/conftest.py"],
                             lambda: _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q",
                                          "tests/test_release_alone.py",
