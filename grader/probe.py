@@ -537,7 +537,9 @@ class Link:
         # The kernel's random state is not taken back: the student's code could set it, and choose
         # what the check draws next. The judge moves its own on, from its own stream, so that the
         # next call draws other numbers, as it would in the notebook (unseeded code shows so).
-        torch.manual_seed(int(torch.randint(2**62, ())))
+        # (the CPU's generator alone: torch.manual_seed also queues a seed for each accelerator
+        # with the stack formatted, 2 ms a call, on a machine that has none)
+        torch.default_generator.manual_seed(int(torch.randint(2**62, ())))
         if response.get("refused"):
             for _, used in checks.REFUSED:
                 used.append(True)

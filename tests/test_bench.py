@@ -38,6 +38,7 @@ inference = _load("inference")
 notebooks = _load("notebooks")
 grading = _load("grading")
 edition = _load("edition")
+profile = _load("profile")
 
 
 def _run(module, argv, monkeypatch):
@@ -311,7 +312,22 @@ def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
     assert section.count(f"| {points}/{points} |") == 4
 
 
-@pytest.mark.parametrize("module", [training, inference, notebooks, grading, edition])
+def test_profile_of_one_section_against_a_commit(capsys):
+    """bench/profile.py, this checkout against its own last commit: a row for each, with the
+    solution graded in full by both."""
+    def worktrees():
+        return subprocess.run(["git", "worktree", "list"], cwd=ROOT, capture_output=True, text=True).stdout
+    before = worktrees()
+    profile.main(["--against", "HEAD", "--sections", "02-positions"])
+    printed = capsys.readouterr().out
+    rows = _table(printed, "02-positions this checkout")  # the last line printed before the table
+    assert [(r["section"], r["code"]) for r in rows] == [
+        ("02-positions", "HEAD"), ("02-positions", "this checkout"), ("mean", "HEAD"), ("mean", "this checkout")]
+    assert all(float(r["total"]) > float(r["feedback"]) > 0 and int(float(r["requests"])) > 0 for r in rows[:2])
+    assert worktrees() == before  # the other commit's worktree removed
+
+
+@pytest.mark.parametrize("module", [training, inference, notebooks, grading, edition, profile])
 def test_benchmark_docstrings_say_how_to_run_them(module):
     assert f"python bench/{Path(module.__file__).name}" in module.__doc__
 
