@@ -5,6 +5,7 @@ import base64
 
 import jinja2
 import nbformat
+import pytest
 from bs4 import BeautifulSoup
 from nbconvert.exporters import HTMLExporter
 from nbgrader.converters import GenerateFeedback
@@ -96,3 +97,12 @@ def test_an_image_keeps_the_alt_text_it_has_and_one_without_gets_the_placeholder
     assert jpeg.metadata == {"image/jpeg": {"alt": feedback.NO_ALT_TEXT}}
     assert svg.metadata == {"image/svg+xml": {"alt": feedback.NO_ALT_TEXT}}
     assert "metadata" not in stream and notebook.cells[3].outputs[0].metadata == {}  # a stream has none
+
+
+def test_a_cache_of_its_own_keeps_each_template_s_code_for_the_next_environment(monkeypatch):
+    templates = jinja2.DictLoader({"greeting": "{{ 1 + x }} heads"})
+    cache = feedback.CompiledTemplates()
+    assert jinja2.Environment(loader=templates, bytecode_cache=cache).get_template("greeting").render(x=3) == "4 heads"
+    assert len(cache.compiled) == 1
+    monkeypatch.setattr(jinja2.Environment, "compile", lambda *args, **kwargs: pytest.fail("compiled again"))
+    assert jinja2.Environment(loader=templates, bytecode_cache=cache).get_template("greeting").render(x=4) == "5 heads"
