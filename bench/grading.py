@@ -53,6 +53,7 @@ sys.path.insert(0, str(ROOT))
 from bench.tables import BENCHMARKS, OtherLoad, table, write_section  # noqa: E402
 from grader.autograde import autograde  # noqa: E402
 from grader.course import SECTIONS, SOLUTIONS  # noqa: E402
+from grader.options import SAMPLE_CLASS, GradingOptions  # noqa: E402
 from grader.sample_class import CLASS  # noqa: E402
 
 
@@ -106,11 +107,12 @@ def plain_nbgrader(submissions, work, timeout, name="plain"):
     return seconds, None, cores, _cpu_seconds(seconds, cores)
 
 
-def ours(submissions, work, name, timeout, **options):
-    """Seconds for `grader autograde`, the seconds each notebook took, the cores kept busy and
-    the CPU seconds spent."""
+def ours(submissions, work, name, timeout, workers=None, scheduler=None, **options):
+    """Seconds for `grader autograde` (`options`: GradingOptions' others), the seconds each notebook
+    took, the cores kept busy and the CPU seconds spent."""
     start, load = time.perf_counter(), OtherLoad().start()
-    results = autograde([submissions], work / name, timeout=timeout, echo=lambda line: None, **options)
+    results = autograde([submissions], work / name, GradingOptions(timeout=timeout, **options), workers=workers,
+                        scheduler=scheduler, echo=lambda line: None)
     seconds, cores = time.perf_counter() - start, load.cores(everyone=True)
     return seconds, [r["seconds"] for r in results.values()], cores, _cpu_seconds(seconds, cores)
 
@@ -216,7 +218,7 @@ def kernel_start(warm, sandboxed, times=3):
     """Median seconds from asking for a grading course's kernel to its first reply."""
     from jupyter_client.manager import KernelManager
     from grader.grading import GradingCourse
-    course = GradingCourse(warm=warm, sandboxed=sandboxed)
+    course = GradingCourse(options=GradingOptions(warm=warm, sandboxed=sandboxed))
     if course.kernels:
         course.kernels.wait()
     seconds = []
@@ -294,7 +296,7 @@ def breakdown(warm, timeout, sections=SECTIONS, sandboxed=True):
     start_kernel = kernel_start(warm, sandboxed)
     rows = []
     for section in sections:
-        course = GradingCourse(timeout=timeout, warm=warm, sandboxed=sandboxed)
+        course = GradingCourse(options=GradingOptions(timeout=timeout, warm=warm, sandboxed=sandboxed))
         course.register(section)  # registration is paid once per class, not per notebook
         if course.kernels:
             course.kernels.wait()
@@ -331,8 +333,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", help="comma-separated ids (default: the whole sample class)")
     parser.add_argument("--sections", help="comma-separated sections (default: all)")
-    parser.add_argument("--timeout", type=int, default=30, help="seconds a cell may run (default 30, "
-                        "as `make demo`)")
+    parser.add_argument("--timeout", type=int, default=SAMPLE_CLASS.timeout,
+                        help=f"seconds a cell may run (default {SAMPLE_CLASS.timeout}, as `make demo`)")
     parser.add_argument("--workers", type=int, default=os.cpu_count(), help="'all cores' (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=1, help="times 1 worker and all cores take turns "
                         "(default 1)")

@@ -15,12 +15,13 @@ def autograde(args):
              python -m grader autograde submissions.zip --out graded --scheduler tcp://head:8786
     """
     from grader.autograde import autograde as grade_class
+    from grader.options import GradingOptions
     from grader.schedule import ClusterError
     from grader.sandbox import Unavailable
+    options = GradingOptions(timeout=args.timeout, memory_mb=args.memory_mb, sandboxed=not args.no_sandbox,
+                             warm=False if args.fresh_kernels else None)
     try:
-        results = grade_class(args.inputs, args.out, workers=args.workers, timeout=args.timeout,
-                              memory_mb=args.memory_mb, pattern=args.pattern,
-                              warm=False if args.fresh_kernels else None, sandboxed=not args.no_sandbox,
+        results = grade_class(args.inputs, args.out, options, workers=args.workers, pattern=args.pattern,
                               scheduler=args.scheduler)
     except Unavailable as error:
         print(f"autograde will not run students' code unconfined: {error}. Install bubblewrap, or pass "
@@ -95,12 +96,13 @@ def demo(args):
     from grader.autograde import autograde as grade_class, write_tables
     from grader.course import ROOT
     from grader.gradebook import enter_grades
+    from grader.options import GradingOptions
     from grader.release import release as build_release
     from grader.sample_class import CLASS, GRADED_BY_HAND
     for path in build_release():
         print(f"released {path.relative_to(ROOT)}")
     out = ROOT / "out" / "demo"
-    results = grade_class([CLASS], out, workers=args.workers, timeout=args.timeout)
+    results = grade_class([CLASS], out, GradingOptions(timeout=args.timeout), workers=args.workers)
     if enter_grades(out, GRADED_BY_HAND):  # as an instructor would in Formgrader
         write_tables(out, results)
     import pandas as pd
@@ -158,9 +160,7 @@ def _check(args, options):
             print(f"{error}: grading in this process", file=sys.stderr)
     from grader.grading import GradingCourse, NotGradable  # only here: torch alone takes 1.5 s, a third of a warm check
     try:
-        course = GradingCourse(timeout=options["timeout"], warm=False if options["fresh_kernels"] else None,
-                               sandboxed=options["sandboxed"])
-        return course.grade(args.notebook)
+        return GradingCourse(options=options).grade(args.notebook)
     except NotGradable as error:
         raise check_server.NotGradable(str(error)) from None
 
@@ -176,6 +176,7 @@ def check(args):
     """
     import json
     from grader import check_server
+    from grader.options import GradingOptions
     from grader.sandbox import Unavailable, check_available
     try:
         check_available()
@@ -183,7 +184,7 @@ def check(args):
     except Unavailable as error:  # your own code on your own machine: as in Jupyter
         print(f"not sandboxed ({error}): the notebook runs as you, as it does in Jupyter", file=sys.stderr)
         sandboxed = False
-    options = {"timeout": args.timeout, "fresh_kernels": args.fresh_kernels, "sandboxed": sandboxed}
+    options = GradingOptions(timeout=args.timeout, sandboxed=sandboxed, warm=False if args.fresh_kernels else None)
     try:
         result = _check(args, options)
     except check_server.NotGradable as error:
@@ -211,9 +212,9 @@ def check(args):
 
 def serve_checks(args):
     """Run the warm check server of KEY (grader/check_server.py)."""
-    import json
     from grader import check_server
-    return check_server.serve(args.key, json.loads(args.options))
+    from grader.options import GradingOptions
+    return check_server.serve(args.key, GradingOptions.from_json(args.options))
 
 
 def publish(args):
@@ -261,12 +262,15 @@ def _fresh_kernels_option(parser):
 
 
 def main(argv=None):
-    from grader.sandbox import MEMORY_MB, TIMEOUT
+    from grader.autograde import DEFAULT_PATTERN
+    from grader.options import SAMPLE_CLASS, GradingOptions
+    defaults = GradingOptions()
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     verbs = parser.add_subparsers(dest="verb", required=True)
     demoer = verbs.add_parser("demo", help=demo.__doc__)
     demoer.add_argument("--workers", type=int, default=None, help="grading processes (default: all cores)")
-    demoer.add_argument("--timeout", type=int, default=30, help="seconds a cell may run (default 30)")
+    demoer.add_argument("--timeout", type=int, default=SAMPLE_CLASS.timeout,
+                        help=f"seconds a cell may run (default {SAMPLE_CLASS.timeout})")
     demoer.set_defaults(run=demo)
     verbs.add_parser("sample-class", help="rebuild the sample class in grader/examples/ from the release "
                      "and the catalogues").set_defaults(run=sample_class)
@@ -278,12 +282,13 @@ def main(argv=None):
     grader_.add_argument("--scheduler", metavar="ADDRESS", default=None,
                          help="grade on the workers of this Dask scheduler (e.g. tcp://head:8786) in place "
                          "of --workers processes here")
-    grader_.add_argument("--timeout", type=int, default=TIMEOUT, help=f"seconds a cell may run (default {TIMEOUT})")
-    grader_.add_argument("--memory-mb", type=int, default=MEMORY_MB,
-                         help=f"memory a kernel may use, in MB (default {MEMORY_MB})")
+    grader_.add_argument("--timeout", type=int, default=defaults.timeout,
+                         help=f"seconds a cell may run (default {defaults.timeout})")
+    grader_.add_argument("--memory-mb", type=int, default=defaults.memory_mb,
+                         help=f"memory a kernel may use, in MB (default {defaults.memory_mb})")
     grader_.add_argument("--no-sandbox", action="store_true",
                          help="run submissions unconfined where bubblewrap is missing: only for code you trust")
-    grader_.add_argument("--pattern", default=r"^(?P<student>[^_.]+)",
+    grader_.add_argument("--pattern", default=DEFAULT_PATTERN,
                          help="regex with a group (?P<student>...) for the id in a file name")
     _fresh_kernels_option(grader_)
     grader_.set_defaults(run=autograde)
@@ -311,7 +316,8 @@ def main(argv=None):
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     checker.add_argument("notebook", help="a section notebook (.ipynb)")
     checker.add_argument("--json", action="store_true", help="print one JSON object")
-    checker.add_argument("--timeout", type=int, default=TIMEOUT, help=f"seconds per cell (default {TIMEOUT})")
+    checker.add_argument("--timeout", type=int, default=defaults.timeout,
+                         help=f"seconds per cell (default {defaults.timeout})")
     _fresh_kernels_option(checker)
     checker.add_argument("--no-server", action="store_true",
                          help="grade in this process, not in the warm check server (grader/check_server.py) "

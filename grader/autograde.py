@@ -26,7 +26,7 @@ from pathlib import Path
 
 from grader import fingerprint, schedule, worker
 from grader.course import SECTIONS
-from grader.sandbox import MEMORY_MB, TIMEOUT
+from grader.options import GradingOptions
 
 # A file name's student id: what comes before the first "_" or ".", e.g. ada_01-heads.ipynb -> ada.
 # LMS exports differ; pass --pattern with a named group (?P<student>...) for yours.
@@ -118,33 +118,30 @@ def _sha256(path):
 
 # --- the class side --------------------------------------------------------------------------
 
-def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=DEFAULT_PATTERN,
-              warm=None, sandboxed=True, scheduler=None, echo=print):
-    """Grade every submission under `inputs` not graded before; write the outputs under `out`.
-    Every kernel runs in a sandbox (grader.sandbox); `sandboxed=False` runs submissions unconfined.
-    `warm=False` starts every kernel from scratch instead of forking it (grader.warm_kernel); the
-    default forks on Linux only. `scheduler`: the address of a Dask scheduler whose workers grade
-    (grader.cluster) in place of `workers` processes on this machine.
+def autograde(inputs, out, options=GradingOptions(), workers=None, pattern=DEFAULT_PATTERN, scheduler=None,
+              echo=print):
+    """Grade every submission under `inputs` not graded before, with `options` (GradingOptions:
+    the time limit, the memory, the sandbox, forked kernels); write the outputs under `out`.
+    `scheduler`: the address of a Dask scheduler whose workers grade (grader.cluster) in place of
+    `workers` processes on this machine.
 
     Returns the results of every submission, old and new.
     """
     from tqdm.auto import tqdm
     from grader.sandbox import check_available
-    timeout, memory_mb = timeout or TIMEOUT, memory_mb or MEMORY_MB
-    if sandboxed and not scheduler:
+    if options.sandboxed and not scheduler:
         check_available()  # before anything is written: raises sandbox.Unavailable, saying why
     from grader import gradebook, release
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     submissions = _placed(collect(inputs, pattern, unpack_to=out / "unpacked"))
-    gradebook.prepare(out, release.sections_with_solutions(),
-                      {"timeout": timeout, "memory_mb": memory_mb, "sandboxed": sandboxed})
+    gradebook.prepare(out, release.sections_with_solutions(), options)
     store = out / "results.json"
     results = load_results(store)
     if _journal(store).is_file():  # a killed run's: folded in first, so this run's lines never follow its cut-off one
         _save(store, results)
         _journal(store).unlink()
-    versions = fingerprint.grading_versions([("timeout", timeout), ("memory_mb", memory_mb), ("sandboxed", sandboxed)])
+    versions = fingerprint.grading_versions(options)
     held = _held(submissions)
     for key in [k for k, r in results.items() if r.get("held")]:
         del results[key]  # held in a run before: this run's files decide again
@@ -167,7 +164,7 @@ def autograde(inputs, out, workers=None, timeout=None, memory_mb=None, pattern=D
         with tempfile.TemporaryDirectory() as template:
             # the workers' courses start from a copy of the class's sections, which no worker
             # reads while the main process writes the class's gradebook
-            start = (gradebook.sections_copy(out, Path(template)), timeout, memory_mb, warm, sandboxed)
+            start = (gradebook.sections_copy(out, Path(template)), options)
             if scheduler:
                 from grader import cluster
                 graded = cluster.grade(scheduler, todo, start, versions, echo)

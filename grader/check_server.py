@@ -7,8 +7,9 @@ the grading itself is the same `GradingCourse.grade` as in process: each noteboo
 sandboxed kernel forked from the warm one, the judge outside it.
 
 - **Which server.** Each server has a key: a SHA-256 of everything a grade depends on (the
-  checkout's path and its code, data and pins; the versions of Python and the grading libraries;
-  the environment variables grading reads; the check's options). A check asks only the server of
+  course's fingerprint, grader.fingerprint: its code, data and pins, the versions of Python and
+  the grading libraries, the check's options; and the checkout's path, the Python that runs it and
+  the environment variables grading reads). A check asks only the server of
   its own key, so a server that graded with older code or another data folder is never asked; it
   stops after IDLE seconds without a request, as every server does.
 - **Whose server.** The servers' sockets and locks live in a folder only their user may enter
@@ -26,7 +27,6 @@ A Unix socket's path may hold at most 107 bytes, and a runtime folder can be dee
 
 import fcntl
 import hashlib
-import importlib.metadata
 import json
 import os
 import select
@@ -39,20 +39,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from grader import fingerprint
 from grader.course import ROOT
 from grader.sandbox import PASSED_ON
 
 IDLE = 900  # seconds a server waits for a check before it stops
 START = 120  # seconds a check waits for a new server to listen
 ANSWER = 3600  # seconds a check waits for the server's answer (its cells have their own time limits)
-# What a grade depends on: the checkout's files (the sample class excepted: grading never reads it) ...
-CODE = ["grader/**/*.py", "grader/templates/*", "solutions/**/*.ipynb", "ticketnet.py", "data/*",
-        "requirements.txt"]
-NOT_READ = ("grader/examples",)
-# ... the libraries it runs ...
-LIBRARIES = ["torch", "numpy", "pandas", "matplotlib", "scikit-learn", "tqdm", "nbgrader", "nbclient",
-             "nbconvert", "nbformat", "ipykernel", "jupyter_client", "traitlets"]
-# ... and the environment variables it reads (besides those the sandbox passes to each kernel).
+# The environment variables grading reads, besides those the sandbox passes to each kernel.
 ENVIRONMENT = ("BANKING77_DIR", "TICKETNET_CACHE", "PATH", *PASSED_ON)
 
 
@@ -85,29 +79,12 @@ def base_folder():
     return folder
 
 
-def _files_digest():
-    digest = hashlib.sha256()
-    for pattern in CODE:
-        for path in sorted(ROOT.glob(pattern)):
-            relative = path.relative_to(ROOT).as_posix()
-            if path.is_file() and "__pycache__" not in path.parts and not relative.startswith(NOT_READ):
-                digest.update(relative.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-def _version(library):
-    try:
-        return importlib.metadata.version(library)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def key(options):
-    """The key of the server that may grade a check with these `options` (a dict of the check's
-    settings), here and now: 24 hex digits."""
-    facts = {"checkout": str(ROOT), "files": _files_digest(), "python": [sys.executable, sys.version],
-             "libraries": {name: _version(name) for name in LIBRARIES},
-             "environment": {name: os.environ.get(name) for name in ENVIRONMENT}, "options": options}
+    """The key of the server that may grade a check with these `options` (GradingOptions), here and
+    now: 24 hex digits."""
+    facts = {"checkout": str(ROOT), "course": fingerprint.grading_versions(options, ROOT)[None],
+             "python": [sys.executable, sys.version], "options": options.to_json(),
+             "environment": {name: os.environ.get(name) for name in ENVIRONMENT}}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -191,8 +168,7 @@ def serve(server_key, options, idle=IDLE):
     listener.listen(8)
     course = None
     try:
-        course = GradingCourse(timeout=options["timeout"], warm=False if options["fresh_kernels"] else None,
-                               sandboxed=options["sandboxed"])
+        course = GradingCourse(options=options)
         print(f"serving {server_key} for {ROOT}", file=sys.stderr, flush=True)
         while select.select([listener], [], [], idle)[0]:
             connection, _ = listener.accept()
@@ -241,7 +217,7 @@ def _connect(folder, server_key):
 def _start(folder, server_key, options):
     """Start a server of `server_key` in the background, its output in KEY.log, detached from this
     terminal so that it outlives the check."""
-    command = [sys.executable, "-m", "grader", "check-server", server_key, json.dumps(options)]
+    command = [sys.executable, "-m", "grader", "check-server", server_key, options.to_json()]
     with open(folder.path / f"{server_key}.log", "ab") as log:
         return subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True)

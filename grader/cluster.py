@@ -38,7 +38,7 @@ class CourseOnWorker(WorkerPlugin):
 
     def __init__(self, sections, options, versions):
         self.sections = sections  # release/ and gradebook.db of the class's course folder, zipped
-        self.options = options    # worker.start's: timeout, memory_mb, warm, sandboxed
+        self.options = options    # the class's GradingOptions
         self.versions = versions  # fingerprint.grading_versions on the instructor's machine
 
     async def setup(self, worker):
@@ -53,7 +53,7 @@ class CourseOnWorker(WorkerPlugin):
         await asyncio.to_thread(self._start)
 
     def _start(self):
-        here = fingerprint.grading_versions(_version_options(self.options))
+        here = fingerprint.grading_versions(self.options)
         if here != self.versions:
             differ = sorted(str(s) for s in here if here[s] != self.versions.get(s))
             raise RuntimeError(f"this worker's course checkout or libraries grade differently from the "
@@ -62,7 +62,7 @@ class CourseOnWorker(WorkerPlugin):
         self.folder = tempfile.TemporaryDirectory(prefix="grading-course-")
         with zipfile.ZipFile(io.BytesIO(self.sections)) as archive:
             archive.extractall(self.folder.name)
-        grading_worker.start(self.folder.name, *self.options)
+        grading_worker.start(self.folder.name, self.options)
 
     def teardown(self, worker):
         grading_worker.stop()
@@ -83,12 +83,6 @@ def local_cluster(workers):
     finally:
         os.environ.clear()
         os.environ.update(saved)
-
-
-def _version_options(options):
-    """grading_versions' options for worker.start's (template left out)."""
-    timeout, memory_mb, _, sandboxed = options
-    return [("timeout", timeout), ("memory_mb", memory_mb), ("sandboxed", sandboxed)]
 
 
 _one_at_a_time = threading.Lock()  # one course per worker: a worker given several threads still grades serially
@@ -130,14 +124,14 @@ def grade(address, todo, start, versions, echo=print):
     A worker that dies mid-notebook has it graded again on another (the scheduler allows a task 3
     such deaths); past that, the notebook is a grader failure, graded again next run. A scheduler
     out of reach or lost, or a worker that cannot grade, raises ClusterError."""
-    template, *options = start
+    template, options = start
     try:
         client = Client(address)  # waits for it up to Dask's distributed.comm.timeouts.connect, 30 s
     except (OSError, TimeoutError) as error:
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: {error}") from None
     try:
         try:
-            client.register_plugin(CourseOnWorker(_zipped(template), tuple(options), versions))
+            client.register_plugin(CourseOnWorker(_zipped(template), options, versions))
         except Exception as error:  # a worker's own error, raised again here
             raise ClusterError(f"a Dask worker cannot grade: {type(error).__name__}: {error}") from None
         workers = len(client.scheduler_info()["workers"])

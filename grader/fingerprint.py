@@ -1,33 +1,41 @@
-"""What a grade depends on: a fingerprint per section of everything that grades its notebooks. A
-notebook graded under another fingerprint is graded again (grader.autograde), and a Dask worker
-whose checkout would grade differently is refused (grader.cluster)."""
+"""What a grade depends on, decided here alone: a fingerprint per section of everything that grades
+its notebooks. A notebook graded under another fingerprint is graded again (grader.autograde), a
+Dask worker whose checkout would grade differently is refused (grader.cluster), a check server of
+another fingerprint is never asked (grader.check_server), and the checks' results are recorded
+again for the grading kernels (grader.publish)."""
 
 import hashlib
 import re
 from pathlib import Path
 
 from grader.course import ROOT, SECTIONS
+from grader.options import GradingOptions
+
+# The files that grade every section (a section's own solution and checks are added to its own):
+# the library, the pins, the grader with its templates, and the data the notebooks read.
+SHARED = ["ticketnet.py", "requirements.txt", "grader/**/*.py", "grader/templates/*", "data/**/*",
+          "bench/results/**/*"]
+NOT_READ = ("grader/examples/",)  # the sample class: grading never reads it
+# The libraries that run a grade.
+LIBRARIES = ["torch", "numpy", "pandas", "matplotlib", "scikit-learn", "tqdm", "nbgrader", "nbclient",
+             "nbconvert", "nbformat", "ipykernel", "jupyter_client", "traitlets"]
 
 
-def grading_versions(options=(), root=ROOT):
+def grading_versions(options=GradingOptions(), root=ROOT):
     """section -> a fingerprint of everything that grades it: its solution notebook (check cells,
-    hidden tests), the modules of grader/checks/ it imports, the rest of the grader, ticketnet.py,
-    the grading `options`, the data the notebooks read (data/, bench/results/) and the versions
-    of Python and the libraries. A notebook whose section's fingerprint changed is graded again;
-    key None covers notebooks of no known section."""
+    hidden tests), the modules of grader/checks/ it imports, the SHARED files, the grading
+    `options` that a grade depends on, and the versions of Python and the LIBRARIES. Key None
+    covers notebooks of no known section, and is the fingerprint of the whole course."""
     import platform
     from importlib import metadata
     root = Path(root)
     checks = root / "grader" / "checks"
-    shared = hashlib.sha256(repr(sorted(options)).encode())
-    data = [p for folder in ("data", "bench/results") for p in sorted((root / folder).rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts]
-    for path in [root / "ticketnet.py", *sorted((root / "grader").rglob("*.py")), *data]:
+    shared = hashlib.sha256(repr(sorted(options.graded_by().items())).encode())
+    for path in _shared_files(root):
         if path.parent != checks or path.name == "__init__.py":  # a section's own checks count for it alone
-            shared.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
-    for name in ("torch", "numpy", "nbgrader", "nbconvert", "nbclient", "ipykernel", "jupyter_client",
-                 "pandas", "matplotlib", "scikit-learn"):
-        shared.update(f"{name}=={metadata.version(name)}".encode())
+            shared.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    for name in LIBRARIES:
+        shared.update(f"{name}=={_version(metadata, name)}".encode())
     shared.update(f"python=={platform.python_version()}".encode())
     versions = {}
     for section in SECTIONS:
@@ -38,6 +46,19 @@ def grading_versions(options=(), root=ROOT):
         versions[section] = digest.hexdigest()[:16]
     versions[None] = hashlib.sha256("".join(versions.values()).encode()).hexdigest()[:16]
     return versions
+
+
+def _shared_files(root):
+    found = {path for pattern in SHARED for path in root.glob(pattern)}
+    return sorted(path for path in found if path.is_file() and "__pycache__" not in path.parts
+                  and not path.relative_to(root).as_posix().startswith(NOT_READ))
+
+
+def _version(metadata, name):
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def check_modules(solution, checks):

@@ -34,7 +34,7 @@ from grader.marks import is_written
 warnings.filterwarnings("ignore", module="nbgrader.api")
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "nbgrader_config.py"
-OPTIONS = "grading.json"  # the options of the last `grader autograde` run: timeout, memory_mb, sandboxed
+OPTIONS = "grading.json"  # the options of the last `grader autograde` run that its grades depend on
 
 
 def configure(config, config_file):
@@ -42,11 +42,12 @@ def configure(config, config_file):
     with (grader.grading.grading_config), its kernels started fresh, each in its sandbox."""
     import os
     from grader.grading import fresh_kernels, grading_config, kernel_settings
+    from grader.options import GradingOptions
     folder = Path(config_file).resolve().parent
-    options = json.loads((folder / OPTIONS).read_text())
+    options = GradingOptions.from_json((folder / OPTIONS).read_text())
     os.environ["COURSE_ROOT"] = str(ROOT)  # the kernels' set-up cell finds the course here
-    kernel = fresh_kernels(folder, kernel_settings(folder, options["sandboxed"], options["memory_mb"]))
-    config.merge(grading_config(folder, options["timeout"], kernel))
+    kernel = fresh_kernels(folder, kernel_settings(folder, options))
+    config.merge(grading_config(folder, options.timeout, kernel))
 
 
 def _answers(path):
@@ -76,14 +77,14 @@ def _gradebook(folder):
 
 def prepare(folder, sections, options):
     """Make `folder` the class's course folder, or bring it up to date: its nbgrader config, the
-    grading options ({"timeout", "memory_mb", "sandboxed"}) it reads, and each section registered
-    in its gradebook from the current solution (again when it changed)."""
+    grading options it reads (those of `options`, a GradingOptions, that grades depend on), and
+    each section registered in its gradebook from the current solution (again when it changed)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "nbgrader_config.py"
     if not config.is_file():
         config.write_text(TEMPLATE.read_text().replace("{course}", str(ROOT)))
-    (folder / OPTIONS).write_text(json.dumps(options, indent=1, sort_keys=True))
+    (folder / OPTIONS).write_text(json.dumps(options.graded_by(), indent=1, sort_keys=True))
     store = folder / "registered.json"
     registered = json.loads(store.read_text()) if store.is_file() else {}
     api = None

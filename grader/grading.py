@@ -27,7 +27,7 @@ import nbformat
 from grader import judge, publish, release, repair, sandbox
 from grader.warm_kernel import WarmKernels, kernel_spec, use_warm_kernels
 from grader.course import ROOT, SOLUTIONS, solution_notebook
-from grader.sandbox import MEMORY_MB, TIMEOUT
+from grader.options import GradingOptions
 
 # nbgrader's gradebook trips SQLAlchemy warnings that say nothing to a student or instructor.
 warnings.filterwarnings("ignore", module="nbgrader.api")
@@ -113,15 +113,17 @@ def _interrupted_cells(notebook, timeout):
             and any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in cell.outputs)]
 
 
-def kernel_settings(folder, sandboxed=True, memory_mb=MEMORY_MB):
-    """The settings of the sandbox (grader.sandbox) every kernel of the course in `folder` runs in.
-    Its kernels' Unix sockets go in folder/sockets, the one folder the sandbox shares."""
+def kernel_settings(folder, options):
+    """The settings of the sandbox (grader.sandbox) every kernel of the course in `folder` runs in,
+    with the memory and confinement of `options` (GradingOptions). Its kernels' Unix sockets go in
+    folder/sockets, the one folder the sandbox shares."""
     sockets = Path(folder) / "sockets"
     sockets.mkdir(mode=0o700, exist_ok=True)
     if os.geteuid() == 0:
         os.chown(sockets, sandbox.STUDENT, sandbox.STUDENT)
-    return sandbox.settings(sockets, sandboxed=sandboxed, data=banking77_folder(), limits={"memory_mb": memory_mb},
-                            references=publish.kernel_references() if sandboxed else None)
+    return sandbox.settings(sockets, sandboxed=options.sandboxed, data=banking77_folder(),
+                            limits={"memory_mb": options.memory_mb},
+                            references=publish.kernel_references() if options.sandboxed else None)
 
 
 def fresh_kernels(folder, settings):
@@ -149,34 +151,33 @@ class GraderFailure(Exception):
 class GradingCourse:
     """An nbgrader course in `folder` whose source is the repository's solutions.
 
-    Every kernel runs in a sandbox (grader.sandbox) with the sandbox's limits and `memory_mb` of
-    memory; `sandboxed=False` runs submissions unconfined, for code you trust. `warm`: fork kernels
-    from a warm process of this course's own (the default on Linux; grader.warm_kernel), or start
-    them fresh (False). `template`: a course folder to copy registered sections from.
+    `options` (grader.options.GradingOptions): each cell's time limit; every kernel in a sandbox
+    (grader.sandbox) with the sandbox's limits and the options' memory, or unconfined, for code you
+    trust; kernels forked from a warm process of this course's own (grader.warm_kernel) or started
+    fresh. `template`: a course folder to copy registered sections from.
     """
 
-    def __init__(self, folder=None, timeout=TIMEOUT, warm=None, memory_mb=MEMORY_MB, template=None,
-                 sandboxed=True):
-        if sandboxed:
+    def __init__(self, folder=None, options=GradingOptions(), template=None):
+        if options.sandboxed:
             sandbox.check_available()  # raises sandbox.Unavailable, saying why
         self._temporary = None if folder else tempfile.TemporaryDirectory()
         self.folder = Path(folder or self._temporary.name)
         self.folder.mkdir(parents=True, exist_ok=True)
         os.environ["COURSE_ROOT"] = str(ROOT)  # the kernels' set-up cell finds the course here
         self.db = self.folder / "gradebook.db"
-        self.timeout = timeout
+        self.options = options
         self.registered = set()
         if template:
             shutil.copytree(Path(template) / "release", self.folder / "release", dirs_exist_ok=True)
             shutil.copy(Path(template) / "gradebook.db", self.db)
             self.registered = {p.name for p in (self.folder / "release").iterdir()}
-        self.settings = kernel_settings(self.folder, sandboxed, memory_mb)
+        self.settings = kernel_settings(self.folder, options)
         self.kernels = None
-        if use_warm_kernels(warm):
+        if use_warm_kernels(options.warm):
             self.kernels = WarmKernels(self.folder / "warm", self.settings)  # importing while nbgrader sets up
         kernel = self.kernels.name if self.kernels else fresh_kernels(self.folder, self.settings)
         from nbgrader.apps import NbGraderAPI
-        self.api = NbGraderAPI(config=grading_config(self.folder, timeout, kernel))
+        self.api = NbGraderAPI(config=grading_config(self.folder, options.timeout, kernel))
 
     def register(self, section):
         """Make nbgrader's gradebook know the section (once, before its first submission)."""
@@ -226,7 +227,7 @@ class GradingCourse:
                              "(the submission may interfere with its checks)")
         self._record(section, student, tasks)
         return {"notebook": str(path), "section": section, "repairs": repairs,
-                "interrupted": _interrupted_cells(graded, self.timeout), "flags": flags,
+                "interrupted": _interrupted_cells(graded, self.options.timeout), "flags": flags,
                 "score": sum(t["score"] for t in tasks), "max_score": sum(t["max_score"] for t in tasks),
                 "written_max_score": float(judge.written_points(section)), "tasks": tasks}
 

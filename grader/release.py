@@ -15,6 +15,7 @@ import nbformat
 
 from grader import setup_cell
 from grader.course import COURSE_REPO, RELEASE, ROOT, SECTIONS, solution_notebook
+from grader.options import GradingOptions
 
 BADGES_ID = "open-in-colab-kaggle"
 
@@ -51,7 +52,7 @@ def nbgrader_api(*args, **kwargs):
     return NbGraderAPI(config=nbgrader_config(*args, **kwargs))
 
 
-def nbgrader_config(root, release_dir, db, source="solutions", timeout=120, kernel=None, judged=False,
+def nbgrader_config(root, release_dir, db, source="solutions", timeout=GradingOptions.timeout, kernel=None, judged=False,
                     sockets=None):
     """nbgrader's settings for a course in `root`: one definition for the release, the grading
     courses (grader/grading.py) and the class's course folder (grader/gradebook.py)."""

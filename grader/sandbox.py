@@ -36,10 +36,9 @@ from pathlib import Path
 
 STUDENT = 65534  # the sandbox's user and group
 HOME = "/home/student"
-# The limits of grading, the same for `grader check` and `grader autograde`: the seconds a cell may
-# run, and what a kernel may use. Memory and disk are in MB; CPU in seconds of one process;
-# processes count threads too (ipykernel and PyTorch start about a dozen).
-TIMEOUT = 60
+# What a kernel may use, the same for `grader check` and `grader autograde` (memory: the default of
+# grader.options.GradingOptions, which may set another). Memory and disk are in MB; CPU in seconds
+# of one process; processes count threads too (ipykernel and PyTorch start about a dozen).
 MEMORY_MB = 4096
 LIMITS = {"memory_mb": MEMORY_MB, "cpu_seconds": 900, "file_mb": 256, "disk_mb": 256, "processes": 256}
 HIDDEN = ("grader/catalogue", "grader/examples")  # answers and the sample class

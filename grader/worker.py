@@ -8,15 +8,15 @@ _course = None  # this worker's GradingCourse
 _started_with = None  # what it was started with, to start a fresh one after a grader failure
 
 
-def start(template, timeout, memory_mb, warm, sandboxed):
-    """Start this process's grading course from the class's sections in `template`."""
+def start(template, options):
+    """Start this process's grading course from the class's sections in `template`, grading with
+    `options` (grader.options.GradingOptions)."""
     global _course, _started_with
     from grader.grading import GradingCourse
     # Each worker has its own warm-kernel server (in a sandbox of its own): no submission of one
     # worker can reach another's kernels.
-    _course = GradingCourse(timeout=timeout, template=template, warm=warm, memory_mb=memory_mb,
-                            sandboxed=sandboxed)
-    _started_with = (template, timeout, memory_mb, warm, sandboxed)
+    _course = GradingCourse(options=options, template=template)
+    _started_with = (template, options)
 
 
 def running():

@@ -19,6 +19,7 @@ import pytest
 from grader import autograde, fingerprint, grading, schedule, worker
 from grader.course import SECTIONS
 from grader.gradebook import written_questions
+from grader.options import GradingOptions
 
 
 # --- collecting submissions ------------------------------------------------------------------
@@ -194,10 +195,10 @@ def test_a_worker_course_copies_the_template_with_the_options(monkeypatch):
     monkeypatch.setattr(grading, "GradingCourse", lambda **options: made.append(options) or "course")
     monkeypatch.setattr(worker, "_course", None)
     monkeypatch.setattr(worker, "_started_with", None)
-    worker.start("template-folder", 45, 2048, None, True)
-    assert worker._course == "course" and worker._started_with == ("template-folder", 45, 2048, None, True)
-    assert made == [{"timeout": 45, "template": "template-folder", "warm": None, "memory_mb": 2048,
-                     "sandboxed": True}]
+    options = GradingOptions(timeout=45, memory_mb=2048)
+    worker.start("template-folder", options)
+    assert worker._course == "course" and worker._started_with == ("template-folder", options)
+    assert made == [{"options": options, "template": "template-folder"}]
 
 
 
@@ -221,9 +222,9 @@ def test_a_worker_course_is_warm_or_fresh_sandboxed_or_not_as_asked(monkeypatch)
     monkeypatch.setattr(grading, "GradingCourse", lambda **options: made.append(options) or "course")
     monkeypatch.setattr(worker, "_course", None)
     monkeypatch.setattr(worker, "_started_with", None)
-    worker.start("template-folder", 30, 1024, False, False)
-    assert made == [{"timeout": 30, "template": "template-folder", "warm": False, "memory_mb": 1024,
-                     "sandboxed": False}]
+    options = GradingOptions(timeout=30, memory_mb=1024, sandboxed=False, warm=False)
+    worker.start("template-folder", options)
+    assert made == [{"options": options, "template": "template-folder"}]
 
 
 def test_a_submission_failure_is_the_students_zero_unless_said_otherwise(tmp_path):
@@ -445,25 +446,25 @@ def test_a_class_run_writes_results_grades_feedback_and_report(stand_in_class, t
     flag = "test_merge passed in the notebook but fails the grader's check"
     _hand_in(hand_in, "ben_01-heads.ipynb", section="01-heads", scores={"split": 2, "merge": 0}, flags=[flag])
     _hand_in(hand_in, "ben_03-norms.ipynb", refuse="not a readable notebook: <cut off>\nsecond line")
-    results, lines = stand_in_class(hand_in, workers=8, timeout=30, memory_mb=1024, warm=False)
+    options = GradingOptions(timeout=30, memory_mb=1024, warm=False)
+    results, lines = stand_in_class(hand_in, options=options, workers=8)
     out = stand_in_class.out
     assert lines == ["3 submissions, 0 already graded, 3 to grade"]
     from grader import release
-    assert stand_in_class.started == ["sandbox checked", (out, release.sections_with_solutions(),
-                                                          {"timeout": 30, "memory_mb": 1024, "sandboxed": True})]
+    assert stand_in_class.started == ["sandbox checked", (out, release.sections_with_solutions(), options)]
     [(workers, started)] = stand_in_class.pools
     assert workers == 3  # no more workers than notebooks
     # the workers' courses start from a copy of the class folder's sections, made elsewhere
     assert stand_in_class.copies == [out]
-    [(template, *options)] = {tuple(options) for options in started}
-    assert options == [30, 1024, False, True] and not template.is_relative_to(out)
+    [(template, started_with)] = set(started)
+    assert started_with == options and not template.is_relative_to(out)
     assert sorted(stand_in_class.recorded, key=str) == sorted([
         (out, "ada", "01-heads", {"submitted": "ada's 01-heads", "autograded": "ada's 01-heads, graded"}),
         (out, "ben", "01-heads", {"submitted": "ben's 01-heads", "autograded": "ben's 01-heads, graded"}),
         (out, "ben", None, None)], key=str)
     assert sorted(results) == ["ada/ada_01-heads.ipynb", "ben/ben_01-heads.ipynb", "ben/ben_03-norms.ipynb"]
     ada, ben, broken = (results[k] for k in sorted(results))
-    versions = fingerprint.grading_versions([("timeout", 30), ("memory_mb", 1024), ("sandboxed", True)])
+    versions = fingerprint.grading_versions(options)
     assert ada["sha256"] == autograde._sha256(hand_in / "ada_01-heads.ipynb")
     assert (ada["version"], ben["version"], broken["version"]) == (versions["01-heads"],) * 2 + (versions[None],)
     assert "feedback_html" not in ada and "graded_files" not in ada
@@ -512,8 +513,8 @@ def test_a_rerun_grades_only_what_is_new_changed_or_graded_by_changed_checks(sta
     assert {k: later[k] for k in first if k != "ben/ben_01-heads.ipynb"} == \
         {k: first[k] for k in first if k != "ben/ben_01-heads.ipynb"}
     # a check of section 02 changes: its notebooks alone are graded again
-    versions = fingerprint.grading_versions([("timeout", 60), ("memory_mb", 4096), ("sandboxed", True)])
-    monkeypatch.setattr(fingerprint, "grading_versions", lambda options: {**versions, "02-positions": "changed"})
+    versions = fingerprint.grading_versions(GradingOptions())
+    monkeypatch.setattr(fingerprint, "grading_versions", lambda *args, **kwargs: {**versions, "02-positions": "changed"})
     stand_in_class.course.graded.clear()
     _, lines = stand_in_class(hand_in, workers=1)
     assert lines == ["4 submissions, 2 already graded, 2 to grade"]
@@ -573,7 +574,8 @@ def test_a_class_handed_in_as_an_lms_zip_is_unpacked_beside_the_grades_and_read_
     assert result["notebook"] == str(stand_in_class.out / "unpacked" / "week 3" / "attempt-ada-01-heads.ipynb")
     # the defaults: a minute per cell, 4 GiB per kernel, warm kernels where the platform allows, sandboxed
     assert stand_in_class.started[0] == "sandbox checked"
-    assert [options for _, *options in stand_in_class.pools[0][1]] == [[60, 4096, None, True]]
+    assert [options for _, options in stand_in_class.pools[0][1]] == [GradingOptions()]
+    assert GradingOptions() == GradingOptions(timeout=60, memory_mb=4096, sandboxed=True, warm=None)
 
 
 def test_without_a_core_count_the_class_is_graded_by_one_worker(stand_in_class, tmp_path, monkeypatch):
@@ -671,12 +673,13 @@ def test_on_a_cluster_the_submissions_go_to_its_scheduler_and_this_machine_needs
         for item in todo:
             yield item, worker.grade(item[1].student, str(item[1].path))
     monkeypatch.setattr(cluster, "grade", grade_on_the_cluster)
-    results, lines = stand_in_class(hand_in, scheduler="tcp://grading:8786", timeout=30, memory_mb=1024, warm=False)
+    options = GradingOptions(timeout=30, memory_mb=1024, warm=False)
+    results, lines = stand_in_class(hand_in, options=options, scheduler="tcp://grading:8786")
     assert stand_in_class.pools == [] and "sandbox checked" not in stand_in_class.started  # the workers check theirs
-    [(address, keys, (template, *options), versions)] = sent
+    [(address, keys, (template, started_with), versions)] = sent
     assert address == "tcp://grading:8786" and keys == ["ada/ada_01-heads.ipynb", "ben/ben_01-heads.ipynb"]
-    assert options == [30, 1024, False, True] and stand_in_class.copies == [stand_in_class.out]
-    assert versions == fingerprint.grading_versions([("timeout", 30), ("memory_mb", 1024), ("sandboxed", True)])
+    assert started_with == options and stand_in_class.copies == [stand_in_class.out]
+    assert versions == fingerprint.grading_versions(options)
     assert lines == ["2 submissions, 0 already graded, 2 to grade", "sent to the cluster"]
     assert [results[key]["score"] for key in keys] == [2.0, 2.0]
     assert results[keys[0]]["version"] == versions["01-heads"]

@@ -5,21 +5,25 @@ goes wrong with it, the check still grades."""
 import csv
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from grader import check_server
+from grader.course import SECTIONS
+from grader.options import GradingOptions
 from grader.sample_class import CLASS
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "01-heads"
-OPTIONS = {"timeout": 60, "fresh_kernels": False, "sandboxed": True}  # what `grader check` passes
+OPTIONS = GradingOptions()  # what `grader check` passes
 
 
 def _expected(student):
@@ -67,28 +71,33 @@ def test_the_warm_server_gives_the_grade_of_a_check_in_its_own_process_faster(ru
 
 
 def test_the_key_changes_with_the_code_the_environment_and_the_options(tmp_path, monkeypatch):
-    for name in ("grader/grading.py", "solutions/01-heads/01-heads.ipynb", "data/a.csv", "requirements.txt"):
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text("1")
-    (tmp_path / "grader" / "examples").mkdir()
-    monkeypatch.setattr(check_server, "ROOT", tmp_path)
+    """The key holds the course's fingerprint (grader.fingerprint, the one that re-grades a class's
+    notebooks), so whatever re-grades them also starts a new server."""
+    checkout = tmp_path / "course"
+    edited = ["grader/grading.py", "grader/templates/feedback.tpl", "data/a.csv", "requirements.txt",
+              "solutions/01-heads/01-heads.ipynb"]
+    for name in {*edited, *(f"solutions/{s}/{s}.ipynb" for s in SECTIONS)}:
+        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / name).write_text("1")
+    (checkout / "grader" / "examples").mkdir()
+    monkeypatch.setattr(check_server, "ROOT", checkout)
     first = check_server.key(OPTIONS)
-    assert check_server.key(dict(OPTIONS)) == first and len(first) == 24
-    (tmp_path / "grader" / "examples" / "ada.ipynb").write_text("the sample class: never read by grading")
+    assert check_server.key(GradingOptions()) == first and len(first) == 24
+    (checkout / "grader" / "examples" / "ada.ipynb").write_text("the sample class: never read by grading")
     assert check_server.key(OPTIONS) == first
     keys = {first}
-    for name in ("grader/grading.py", "solutions/01-heads/01-heads.ipynb", "data/a.csv", "requirements.txt"):
-        (tmp_path / name).write_text("2")
+    for name in edited:
+        (checkout / name).write_text("2")
         keys.add(check_server.key(OPTIONS))
     monkeypatch.setenv("BANKING77_DIR", "/elsewhere")
     keys.add(check_server.key(OPTIONS))
     monkeypatch.setenv("OMP_NUM_THREADS", "7")
     keys.add(check_server.key(OPTIONS))
-    keys.add(check_server.key(dict(OPTIONS, fresh_kernels=True)))
-    keys.add(check_server.key(dict(OPTIONS, timeout=5)))
-    monkeypatch.setattr(check_server, "ROOT", tmp_path / "grader")  # another checkout
+    keys.add(check_server.key(replace(OPTIONS, warm=False)))
+    keys.add(check_server.key(replace(OPTIONS, timeout=5)))
+    monkeypatch.setattr(check_server, "ROOT", shutil.copytree(checkout, tmp_path / "another"))  # the same, elsewhere
     keys.add(check_server.key(OPTIONS))
-    assert len(keys) == 10
+    assert len(keys) == 11
 
 
 def _fake_server(folder, answer):
@@ -139,12 +148,14 @@ def test_a_runtime_folder_others_can_enter_or_a_link_is_refused(runtime):
 
 
 def _serve(options, idle):
-    code = f"import sys; from grader import check_server; sys.exit(check_server.serve({check_server.key(options)!r}, {options!r}, idle={idle}))"
+    code = (f"import sys; from grader import check_server; from grader.options import GradingOptions; "
+            f"sys.exit(check_server.serve({check_server.key(options)!r}, GradingOptions.from_json({options.to_json()!r}), "
+            f"idle={idle}))")
     return subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stderr=subprocess.PIPE, text=True)
 
 
 def test_one_server_per_key_and_it_stops_when_idle(runtime):
-    options = dict(OPTIONS, sandboxed=False, fresh_kernels=True)  # the quickest course to open
+    options = replace(OPTIONS, sandboxed=False, warm=False)  # the quickest course to open
     server_key = check_server.key(options)
     first = _serve(options, idle=3)
     deadline = time.monotonic() + 60

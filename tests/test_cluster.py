@@ -16,6 +16,7 @@ import pytest
 
 from grader import autograde, fingerprint, worker
 from grader.course import ROOT
+from grader.options import SAMPLE_CLASS, GradingOptions
 from grader.sample_class import CLASS
 
 SECTION = "01-heads"
@@ -33,8 +34,8 @@ def hand_in(tmp_path_factory):
     return folder
 
 
-def _grade(hand_in, out, **options):
-    return autograde.autograde([hand_in], out, timeout=30, echo=lambda line: None, **options)
+def _grade(hand_in, out, **where):
+    return autograde.autograde([hand_in], out, SAMPLE_CLASS, echo=lambda line: None, **where)
 
 
 def _grades(out):
@@ -163,7 +164,7 @@ def test_a_run_whose_scheduler_was_lost_is_completed_by_the_next(hand_in, on_one
         for _ in range(2):
             second.add_worker()
         lines = []
-        autograde.autograde([hand_in], out, timeout=30, echo=lines.append, scheduler=second.address)
+        autograde.autograde([hand_in], out, SAMPLE_CLASS, echo=lines.append, scheduler=second.address)
         assert lines[0] == (f"{len(STUDENTS)} submissions, {len(graded)} already graded, "
                             f"{len(STUDENTS) - len(graded)} to grade")
     finally:
@@ -203,11 +204,11 @@ def test_the_cluster_grades_one_notebook_per_worker_at_a_time_the_longest_expect
             (tmp_path / student).mkdir(exist_ok=True)
             (tmp_path / student / f"{section}.ipynb").write_text("{}")
             todo.append((f"{student}/{section}", autograde.Submission(student, tmp_path / student / f"{section}.ipynb", section), ""))
-    options = (30, 1024, False, True)
-    versions = fingerprint.grading_versions(cluster._version_options(options))
+    options = GradingOptions(timeout=30, memory_mb=1024, warm=False)
+    versions = fingerprint.grading_versions(options)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as local:
         start = time.perf_counter()
-        graded = list(cluster.grade(local.scheduler_address, todo, (tmp_path, *options), versions, lambda line: None))
+        graded = list(cluster.grade(local.scheduler_address, todo, (tmp_path, options), versions, lambda line: None))
         took = time.perf_counter() - start
     assert sorted(item[0] for item, _ in graded) == sorted(key for key, _, _ in todo)
     assert busy[1] == 2  # both workers busy, never more than one notebook each

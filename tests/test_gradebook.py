@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 
 import nbformat
 import pytest
@@ -18,9 +19,10 @@ from nbgrader.api import Gradebook
 from grader import gradebook, marks
 from grader.__main__ import main
 from grader.course import SECTIONS, release_notebook, solution_notebook
+from grader.options import SAMPLE_CLASS, GradingOptions
 
 SECTION, SECOND_SECTION = SECTIONS[:2]
-OPTIONS = {"timeout": 30, "memory_mb": 2048, "sandboxed": True}
+OPTIONS = GradingOptions(timeout=30, memory_mb=2048)
 FIRST, SECOND, THIRD = gradebook.written_questions(SECTION)
 
 
@@ -83,7 +85,7 @@ def test_a_prepared_folder_is_an_nbgrader_course_of_the_checkout(prepared):
     # each section with the solution it was registered from, one entry a line, for an instructor to read
     digest = hashlib.sha256(solution_notebook(SECTION).read_bytes()).hexdigest()
     assert (prepared / "registered.json").read_text() == json.dumps({SECTION: digest}, indent=1)
-    assert (prepared / gradebook.OPTIONS).read_text() == json.dumps(OPTIONS, indent=1, sort_keys=True)
+    assert (prepared / gradebook.OPTIONS).read_text() == json.dumps(OPTIONS.graded_by(), indent=1, sort_keys=True)
     with Gradebook(f"sqlite:///{prepared / 'gradebook.db'}") as book:
         assert [a.name for a in book.assignments] == [SECTION]
     # nbgrader's own command reads the config: the folder's gradebook, the checkout's solutions
@@ -167,9 +169,9 @@ def test_the_folder_s_config_grades_as_the_last_run_did(folder, monkeypatch):
 def test_preparing_again_registers_only_a_changed_section(prepared, tmp_path, stand_in_nbgrader):
     folder = shutil.copytree(prepared, tmp_path / "class")
     registered = stand_in_nbgrader.registered
-    gradebook.prepare(folder, [SECTION], {**OPTIONS, "timeout": 60})
+    gradebook.prepare(folder, [SECTION], replace(OPTIONS, timeout=60))
     assert registered == []
-    assert json.loads((folder / gradebook.OPTIONS).read_text()) == {**OPTIONS, "timeout": 60}  # the last run's
+    assert json.loads((folder / gradebook.OPTIONS).read_text()) == {**OPTIONS.graded_by(), "timeout": 60}  # the last run's
     (folder / "registered.json").write_text('{"01-heads": "an older solution"}')
     gradebook.prepare(folder, [SECTION], OPTIONS)
     assert registered == [SECTION]
@@ -372,7 +374,7 @@ def test_plain_nbgrader_in_the_class_folder_scores_the_sample_class_as_grader_au
         (hand_in / path.parent.name).mkdir(parents=True)
         shutil.copy(path, hand_in / path.parent.name)
     out = tmp_path / "graded"
-    results, _ = kept_grading(f"sample-class-{SECTION}", [hand_in], out, workers=2, timeout=30)
+    results, _ = kept_grading(f"sample-class-{SECTION}", [hand_in], out, options=SAMPLE_CLASS, workers=2)
     ours = {(r["student"], t["grade_id"]): t["score"] for r in results.values() if not r["error"] for t in r["tasks"]}
     assert {"jon", "ivy"} <= {student for student, _ in ours}  # repaired: metadata stripped, a check deleted
     handed_in = hashlib.sha256(b"".join(str(p.relative_to(out)).encode() + p.read_bytes()

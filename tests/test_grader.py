@@ -20,7 +20,10 @@ import pytest
 from grader import autograde, fingerprint, grading, judge, release, sample_class, schedule
 from grader.course import ROOT, SECTIONS, release_notebook, solution_notebook
 from grader.gradebook import written_questions
+from grader.options import SAMPLE_CLASS, GradingOptions
 from grader.repair import repair
+
+FRESH = GradingOptions(warm=False)  # kernels started from scratch
 
 FIRST = release.sections_with_solutions()[0]
 
@@ -200,7 +203,7 @@ def test_the_schema_revision_read_in_process_is_the_one_alembic_prints():
 
 
 def test_check_json_gives_the_solution_full_marks_and_the_release_zero(tmp_path):
-    course = grading.GradingCourse(tmp_path / "course", timeout=60)
+    course = grading.GradingCourse(tmp_path / "course")
     solved = course.grade(sample_class.CLASS / "ada" / f"{FIRST}.ipynb")
     assert solved["section"] == FIRST and solved["score"] == solved["max_score"] > 0
     assert all(t["message"] == "" for t in solved["tasks"])
@@ -217,7 +220,7 @@ def test_check_json_gives_the_solution_full_marks_and_the_release_zero(tmp_path)
 def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp_path, monkeypatch):
     """grade() without nbgrader's run: the verdicts it would leave are set here, one run at a time."""
     section, runs, recorded = "05-block", [], []
-    course = grading.GradingCourse(tmp_path / "course", warm=False)
+    course = grading.GradingCourse(tmp_path / "course", FRESH)
 
     def autograde(assignment, student, **options):
         folder = course.folder / "autograded" / student / assignment
@@ -265,7 +268,7 @@ def test_a_worker_sends_the_last_submission_as_handed_in_and_as_graded(tmp_path,
     """The files `grader autograde` puts in the class's folder, as a worker's course has them;
     nbgrader's run stands in, leaving the solution as the graded notebook."""
     section = "05-block"
-    course = grading.GradingCourse(tmp_path / "course", warm=False)
+    course = grading.GradingCourse(tmp_path / "course", FRESH)
 
     def autograde(assignment, student, **options):
         folder = course.folder / "autograded" / student / assignment
@@ -315,10 +318,11 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
     handed_in = tmp_path / "handed in" / "ada_05-block.ipynb"
     handed_in.parent.mkdir()
     nbformat.write(notebook, handed_in)
-    template = grading.GradingCourse(tmp_path / "template", warm=False)
+    template = grading.GradingCourse(tmp_path / "template", FRESH)
     template.register(section)
     assert template.registered == {section} and template.kernels is None
-    course = grading.GradingCourse(tmp_path / "course" / "nested", timeout=4, template=template.folder, memory_mb=1536)
+    course = grading.GradingCourse(tmp_path / "course" / "nested", GradingOptions(timeout=4, memory_mb=1536),
+                                   template=template.folder)
     try:
         assert course.registered == {section} and course.settings["limits"]["memory_mb"] == 1536
         started = time.perf_counter()
@@ -386,24 +390,24 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
 def test_a_course_lives_in_its_folder_or_a_temporary_one_and_restarts_from_a_template(tmp_path):
     """No kernel runs here: the course's folder, its default time limit, and a worker's course
     started again from the template in the folder it used before."""
-    course = grading.GradingCourse(tmp_path, warm=False)  # a folder that exists already
+    course = grading.GradingCourse(tmp_path, FRESH)  # a folder that exists already
     course.register("05-block")
     assert course.folder == tmp_path and (tmp_path / "gradebook.db").is_file()
     assert (tmp_path / "release" / "05-block" / "05-block.ipynb").is_file()
-    assert course.timeout == 60  # seconds a cell may run, unless the caller says otherwise
+    assert course.options.timeout == 60  # seconds a cell may run, unless the caller says otherwise
     # a folder used before, its release since changed: registering again writes it afresh
     release = tmp_path / "release" / "05-block" / "05-block.ipynb"
     release.write_text("{}")
-    grading.GradingCourse(tmp_path, warm=False).register("05-block")
+    grading.GradingCourse(tmp_path, FRESH).register("05-block")
     assert nbformat.read(release, as_version=4).cells
-    scratch = [grading.GradingCourse(warm=False) for _ in range(2)]  # grader check's: a folder of its own
+    scratch = [grading.GradingCourse(options=FRESH) for _ in range(2)]  # grader check's: a folder of its own
     folders = [c.folder for c in scratch]
     assert folders[0] != folders[1] and all(f.is_dir() and tmp_path not in f.parents for f in folders)
     del scratch
     gc.collect()
     assert not any(f.exists() for f in folders)  # nothing left behind once the course is gone
     for _ in range(2):
-        again = grading.GradingCourse(tmp_path / "worker", warm=False, template=tmp_path)
+        again = grading.GradingCourse(tmp_path / "worker", FRESH, template=tmp_path)
         assert again.registered == {"05-block"}
         assert (tmp_path / "worker" / "gradebook.db").read_bytes() == (tmp_path / "gradebook.db").read_bytes()
 
@@ -412,7 +416,7 @@ def test_a_course_whose_gradebook_cannot_be_read_says_so_and_names_it(tmp_path):
     """Issue 41: a worker's gradebook overwritten (through a link the judge once followed) gave the
     next students nbgrader's sqlite3.DatabaseError as their zero. The course now tells its own
     failure from theirs (worker.grade asks it after every failed grade)."""
-    course = grading.GradingCourse(tmp_path, warm=False)
+    course = grading.GradingCourse(tmp_path, FRESH)
     course.register("05-block")
     course.check_own_files()  # sound: nothing to say
     db = tmp_path / "gradebook.db"
@@ -430,7 +434,7 @@ def test_a_course_whose_gradebook_cannot_be_read_says_so_and_names_it(tmp_path):
 
 
 def test_each_failed_nbgrader_step_is_named_with_nbgrader_s_reason(tmp_path):
-    course = grading.GradingCourse(tmp_path, warm=False)
+    course = grading.GradingCourse(tmp_path, FRESH)
     course.register("05-block")
     course.api.generate_assignment = lambda *args, **kwargs: {"success": False, "error": "a broken source"}
     with pytest.raises(RuntimeError, match=r"^nbgrader could not register 02-positions:\na broken source$"):
@@ -456,7 +460,7 @@ def test_sample_class_is_in_sync_with_the_release_and_catalogues(tmp_path):
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory, kept_grading):
     out = tmp_path_factory.mktemp("demo")
-    results, lines = kept_grading("sample-class", [sample_class.CLASS], out, workers=2, timeout=30)
+    results, lines = kept_grading("sample-class", [sample_class.CLASS], out, options=SAMPLE_CLASS, workers=2)
     return out, results, lines
 
 
@@ -562,7 +566,7 @@ def test_the_class_outputs_are_written_and_a_rerun_grades_nothing_again(graded_c
     assert "ran past the 30 s limit" in next(r for r in grades if r["student"] == "gus")["problems"]
     assert "gus, 01-heads.ipynb: a cell ran past" in (out / "report.html").read_text()
     again = []
-    rerun = autograde.autograde([sample_class.CLASS], out, workers=2, timeout=30, echo=again.append)
+    rerun = autograde.autograde([sample_class.CLASS], out, SAMPLE_CLASS, workers=2, echo=again.append)
     assert "0 to grade" in again[0]
     assert rerun == results
 
@@ -576,7 +580,7 @@ def test_a_changed_submission_alone_is_graded_again(graded_class, tmp_path):
     notebook.cells.append(nbformat.v4.new_markdown_cell("Handed in again, with a note."))
     nbformat.write(notebook, edited)
     lines = []
-    rerun = autograde.autograde([late], out, workers=1, timeout=30, echo=lines.append)
+    rerun = autograde.autograde([late], out, SAMPLE_CLASS, workers=1, echo=lines.append)
     assert "1 to grade" in lines[0], lines[0]
     assert rerun["ada/05-block.ipynb"]["sha256"] != results["ada/05-block.ipynb"]["sha256"]
     assert rerun["ada/05-block.ipynb"]["score"] == results["ada/05-block.ipynb"]["score"]
@@ -586,11 +590,12 @@ def test_a_changed_submission_alone_is_graded_again(graded_class, tmp_path):
 
 def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
     """A solution or a check module moves the fingerprint of each section whose checks use it;
-    ticketnet.py, the rest of the grader, the data, the grading options and the versions of Python
-    and the libraries move them all."""
+    ticketnet.py, the pins, the rest of the grader and its templates, the data, the grading options
+    and the versions of Python and the libraries move them all."""
     for part in ("solutions", "grader", "data", "bench/results"):
         shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "examples"))
-    shutil.copy(ROOT / "ticketnet.py", tmp_path / "ticketnet.py")
+    for name in ("ticketnet.py", "requirements.txt"):
+        shutil.copy(ROOT / name, tmp_path / name)
     (tmp_path / "data" / "__pycache__").mkdir()  # what Python leaves beside the data's scripts is no data
     (tmp_path / "data" / "__pycache__" / "generate.cpython-311.pyc").write_bytes(b"compiled")
     before = fingerprint.grading_versions(root=tmp_path)
@@ -610,8 +615,9 @@ def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
     assert changed("grader/checks/tiny.py") == {"06-tiny-transformer", None}
     assert changed("grader/checks/banking.py") == {"07-banking77", None}
     assert changed("solutions/03-norms/03-norms.ipynb") == {"03-norms", None}
-    for shared in ("ticketnet.py", "grader/judge.py", "grader/probe.py", "grader/checks/__init__.py",
-                   "grader/sandbox.py", "grader/repair.py", "data/valid.csv", "bench/results/tuning.csv"):
+    for shared in ("ticketnet.py", "requirements.txt", "grader/judge.py", "grader/probe.py", "grader/checks/__init__.py",
+                   "grader/sandbox.py", "grader/repair.py", "grader/templates/nbgrader_config.py", "data/valid.csv",
+                   "bench/results/tuning.csv"):
         assert changed(shared) == set(before), shared
     import platform
     python = platform.python_version
@@ -620,12 +626,11 @@ def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
         assert fingerprint.grading_versions(root=tmp_path)["01-heads"] != before["01-heads"]
     finally:
         platform.python_version = python
-    assert fingerprint.grading_versions([("timeout", 30)], root=tmp_path) != before  # an option
+    assert fingerprint.grading_versions(SAMPLE_CLASS, root=tmp_path) != before  # an option
     from importlib import metadata
     real = metadata.version
     try:
-        for library in ("torch", "numpy", "nbgrader", "nbconvert", "nbclient", "ipykernel", "jupyter_client",
-                        "pandas", "matplotlib", "scikit-learn"):
+        for library in fingerprint.LIBRARIES:
             metadata.version = lambda name: "0.0" if name == library else real(name)
             assert fingerprint.grading_versions(root=tmp_path)["01-heads"] != before["01-heads"], library
     finally:

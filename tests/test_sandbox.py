@@ -13,13 +13,14 @@ from jupyter_client.manager import KernelManager
 
 from grader import grading, sandbox
 from grader.judge import check_cells
+from grader.options import GradingOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    course = grading.GradingCourse(tmp_path_factory.mktemp("course"), warm=False, memory_mb=2048)
+    course = grading.GradingCourse(tmp_path_factory.mktemp("course"), GradingOptions(warm=False, memory_mb=2048))
     yield course
     course.close()
 

@@ -23,6 +23,7 @@ from grader import catalogue, sample_class
 from grader.autograde import autograde
 from grader.course import ROOT
 from grader.judge import check_cells
+from grader.options import SAMPLE_CLASS, GradingOptions
 
 SECTION = "01-heads"
 # The wrong answers: the right shapes, wrong numbers, so that only comparing values can tell.
@@ -201,7 +202,7 @@ def test_a_right_answer_that_warns_and_prints_keeps_full_marks(attacks):
 
 @pytest.mark.nbgrader
 def test_the_whole_tamper_catalogue_through_autograde(attacks, tmp_path):
-    results = autograde([attacks], tmp_path / "out", workers=2, timeout=30, echo=lambda line: None)
+    results = autograde([attacks], tmp_path / "out", SAMPLE_CLASS, workers=2, echo=lambda line: None)
     by_student = {r["student"]: r for r in results.values()}
     assert set(by_student) == {*ATTACKS, *SABOTAGE, "noisy"}
     for attack, (what, *_, fooled) in ATTACKS.items():
@@ -390,8 +391,8 @@ def test_no_submission_reaches_outside_its_sandbox(containment_class, tmp_path, 
     listener = socket.create_server(("127.0.0.1", LISTENER_PORTS[fresh]))
     listener.settimeout(0)
     try:
-        results = autograde([containment_class], tmp_path / "out", workers=2, timeout=30,
-                            warm=not fresh, echo=lambda line: None)
+        results = autograde([containment_class], tmp_path / "out", GradingOptions(timeout=30, warm=not fresh),
+                            workers=2, echo=lambda line: None)
         by_student = {r["student"]: r for r in results.values()}
         assert set(by_student) == {*CONTAINMENT, "right-one", "right-two", "wrong-too"}
         for attack, (what, *_) in CONTAINMENT.items():
@@ -563,7 +564,7 @@ def test_a_second_file_for_one_student_and_a_formula_for_a_name_change_no_grade(
     nbformat.write(submission("", "", "", wrong={}), flat / f"bob_{SECTION}~.ipynb")
     formula = "=2+5+cmd|' -C calc'!A0"
     nbformat.write(submission("", "", ""), flat / f"{formula}_{SECTION}.ipynb")
-    results = autograde([flat], tmp_path / "out", workers=1, timeout=30, echo=lambda line: None)
+    results = autograde([flat], tmp_path / "out", SAMPLE_CLASS, workers=1, echo=lambda line: None)
     bob = [r for r in results.values() if r["student"] == "bob"]
     assert len(bob) == 2 and all(r["score"] == 0 and r["grader_failure"] for r in bob)
     assert all(f"bob_{SECTION}.ipynb" in r["error"] and f"bob_{SECTION}~.ipynb" in r["error"] for r in bob)
