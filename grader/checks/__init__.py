@@ -23,6 +23,26 @@ import torch
 from torch import nn
 
 
+# How near a result must come to another to count as the same: one table for every check, in
+# torch.allclose's terms (|a - b| <= atol + rtol * |b|).
+TOLERANCE = {
+    # float32 arithmetic against a reference computed alike, or in float64
+    "float32": {"atol": 1e-5, "rtol": 1e-4},
+    # float32 arithmetic done another way: a known mistake's output, computed by other code than the
+    # student's, or a property of the student's own outputs that rounding blurs (each row's root mean
+    # square near 1; the same rows a thousand times larger)
+    "loose": {"atol": 1e-4, "rtol": 1e-3},
+    # what must come back untouched (a stack whose every block is switched off)
+    "unchanged": {"atol": 1e-6, "rtol": 0.0},
+    # numbers copied, not computed (weights put in place): torch.allclose's own defaults
+    "copied": {"atol": 1e-8, "rtol": 1e-5},
+    # a share of whole numbers (an accuracy)
+    "count": {"atol": 1e-9, "rtol": 1e-6},
+    # numbers that span orders of magnitude (a first layer's gradient, with and without shortcuts)
+    "relative": {"atol": 0.0, "rtol": 1e-4},
+}
+
+
 class Counted:
     """A stand-in that a check hands to the student's function and counts the calls of, in
     `calls`. When grading, the student's code gets a line to the judge in its place
@@ -201,7 +221,7 @@ def untrue_gradients(module, found, baseline, outputs):
     baseline = baseline.detach().double()
     got = [o.double() for o in got]
     scale = baseline.abs().max().item()
-    if not torch.allclose(got[0], baseline, atol=1e-5, rtol=1e-4) or any(
+    if not torch.allclose(got[0], baseline, **TOLERANCE["float32"]) or any(
             (o - baseline).abs().max().item() > 10 * scale + 1e-3 for o in got[1:]):
         return names  # a nudge of a thousandth moves no output by ten times its size
     weights = output_weights(baseline)
@@ -285,10 +305,34 @@ def expect_shape(tensor, shape, what):
            f"{what} has shape {tuple(tensor.shape)}, expected {tuple(shape)}")
 
 
-def expect_close(actual, expected, what, hint="", atol=1e-5, rtol=1e-4):
-    """Shapes equal and values allclose; the message gives the largest difference and the hint."""
+def close(actual, expected, tolerance="float32"):
+    """Whether `actual` is a tensor of `expected`'s shape whose values lie within `tolerance` (a
+    name in TOLERANCE, or {"atol", "rtol"}) of `expected`'s, compared in `expected`'s dtype; when
+    `expected` is a number, whether `actual` is that near it."""
+    bounds = TOLERANCE[tolerance] if isinstance(tolerance, str) else tolerance
+    if not isinstance(expected, torch.Tensor):
+        return math.isclose(float(actual), float(expected), rel_tol=bounds["rtol"], abs_tol=bounds["atol"])
+    return (isinstance(actual, torch.Tensor) and actual.shape == expected.shape
+            and torch.allclose(actual.to(expected.dtype), expected, **bounds))
+
+
+def diagnose(actual, right, mistakes, what, tolerance="float32", mistake_tolerance="loose"):
+    """How most checks end: True when `actual` is `right`. When it is not, an AssertionError
+    "what: message" for the first of `mistakes` ([(that mistake's output, what the mistake is)])
+    that `actual` matches; False when it matches none, and the caller says what it expected."""
+    if close(actual, right, tolerance):
+        return True
+    for output, message in mistakes:
+        if close(actual, output, mistake_tolerance):
+            raise AssertionError(f"{what}: {message}")
+    return False
+
+
+def expect_close(actual, expected, what, hint="", tolerance="float32"):
+    """Shapes equal and values within `tolerance` (compared in float32); the message gives the
+    largest difference and the hint."""
     expect_shape(actual, expected.shape, what)
-    if not torch.allclose(actual.float(), expected.float(), atol=atol, rtol=rtol):
+    if not close(actual.float(), expected.float(), tolerance):
         gap = (actual.float() - expected.float()).abs().max().item()
         raise AssertionError(f"{what} differs from the expected values by up to {gap:.3g}. {hint}".strip())
 

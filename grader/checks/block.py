@@ -47,12 +47,11 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_learns, expect_shape, fresh_generator, load_fixed_norm, passed, silenced, task
+from grader.checks import (TOLERANCE, call, close, expect, expect_learns, expect_shape, fresh_generator, load_fixed_norm,
+                           passed, silenced, task)
 from grader.checks.heads import load_fixed_projections
 from grader.checks.residuals import load_fixed_weights
 
-ATOL = 1e-5
-RTOL = 1e-4
 CHILDREN = ("norm1", "attn", "norm2", "ffn")
 PROJECTIONS = ("q", "k", "v")
 
@@ -159,7 +158,7 @@ def _named(model, name):
 
 def close_at_real(a, b, pad):
     real = ~pad if pad is not None else torch.ones(a.shape[:2], dtype=torch.bool)
-    return bool(torch.allclose(a[real], b[real], atol=ATOL, rtol=RTOL))
+    return bool(torch.allclose(a[real], b[real], **TOLERANCE["float32"]))
 
 
 def _gap_at_real(a, b, pad):
@@ -276,7 +275,7 @@ def _parts_work(block, x, pad, results):
            "again. (The autograder grades this block with the course's own MultiHead.)")
     got = call(_named(block.ffn, "block.ffn"), x)
     expect(isinstance(got, torch.Tensor) and got.shape == x.shape
-           and torch.allclose(got, results["feed forward"], atol=ATOL, rtol=RTOL),
+           and torch.allclose(got, results["feed forward"], **TOLERANCE["float32"]),
            "block.ffn, your FeedForward from section 4, does not compute Linear -> ReLU -> Linear. Fix "
            "it first: its check in 04-residuals names the mistake; save that notebook and run the "
            "load_parts cell here again. (The autograder grades this block with the course's own.)")
@@ -324,7 +323,7 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
         changed = x.clone()
         changed[1:] = torch.randn(changed[1:].shape, generator=others)
         alone = call(forward, changed)
-        expect(torch.allclose(out[0], alone[0], atol=ATOL, rtol=RTOL),
+        expect(torch.allclose(out[0], alone[0], **TOLERANCE["float32"]),
                "ticket 0's output changed when only the OTHER tickets of its batch changed: the "
                "tickets of one batch are mixed. Does forward transpose h, or average over dim 0?")
 
@@ -359,7 +358,7 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
         mixed_pad[1:] = mixed_pad[1:].flip(0)
         moved = call(forward, mixed, mixed_pad)
         real0 = ~pad2[0]
-        expect(torch.allclose(out2[0][real0], moved[0][real0], atol=ATOL, rtol=RTOL),
+        expect(torch.allclose(out2[0][real0], moved[0][real0], **TOLERANCE["float32"]),
                "ticket 0's output changed when only the other tickets (and their padding) changed: "
                "the tickets of one batch are mixed. Check the mask's shape: (batch, 1, 1, seq), "
                "one row of keys per ticket.")
@@ -377,10 +376,6 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
 # to_reference
 # ---------------------------------------------------------------------------------------------
 
-def _same(a, b):
-    return a.shape == b.shape and torch.allclose(a, b)
-
-
 def _in_proj_problem(layer, source):
     """What is wrong with the layer's in_proj (q, k and v, a block of d rows each) and out_proj,
     or None."""
@@ -393,7 +388,7 @@ def _in_proj_problem(layer, source):
                 f"it should stack the block's q, k and v weights into one ({3 * d}, {d}) tensor")
 
     def holds(tensor, names, part):
-        return all(_same(tensor[i * d:(i + 1) * d], getattr(rows[name], part)) for i, name in enumerate(names))
+        return all(close(tensor[i * d:(i + 1) * d], getattr(rows[name], part), "copied") for i, name in enumerate(names))
     if not holds(weight, PROJECTIONS, "weight"):
         for order in itertools.permutations(PROJECTIONS):
             if holds(weight, order, "weight"):
@@ -408,7 +403,7 @@ def _in_proj_problem(layer, source):
                     "stacked in the same order as the weights")
         return "self_attn.in_proj_bias should stack the biases of q, k and v, in the order of the weights"
     out = source.attn.out
-    if not (_same(attn.out_proj.weight, out.weight) and _same(attn.out_proj.bias, out.bias)):
+    if not (close(attn.out_proj.weight, out.weight, "copied") and close(attn.out_proj.bias, out.bias, "copied")):
         return "the layer's self_attn.out_proj does not hold the block's attn.out: copy it in"
     return None
 
@@ -421,9 +416,9 @@ def _weights_in_place(layer, source):
              "linear1": (layer.linear1, lin1, lin2, "the second Linear (ffn.down)"),
              "linear2": (layer.linear2, lin2, lin1, "the first Linear (ffn.up)")}
     for name, (mine, right, other, other_name) in pairs.items():
-        if all(_same(getattr(mine, p), getattr(right, p)) for p in ("weight", "bias")):
+        if all(close(getattr(mine, p), getattr(right, p), "copied") for p in ("weight", "bias")):
             continue
-        if all(_same(getattr(mine, p), getattr(other, p)) for p in ("weight", "bias")):
+        if all(close(getattr(mine, p), getattr(other, p), "copied") for p in ("weight", "bias")):
             return (f"the layer's {name} holds the block's {other_name}: copy block.norm1 -> norm1, "
                     "block.norm2 -> norm2, ffn.up -> linear1, ffn.down -> linear2")
         return f"the layer's {name} does not hold the block's weights: copy them in"

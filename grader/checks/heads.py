@@ -18,8 +18,8 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import (call, expect, expect_close, expect_learns, expect_shape, fresh_generator, load_fixed_linears,
-                           passed, silenced, task)
+from grader.checks import (TOLERANCE, call, close, expect, expect_close, expect_learns, expect_shape, fresh_generator,
+                           load_fixed_linears, passed, silenced, task)
 from ticketnet import PAD, UNK
 
 _TRANSPOSE_HINT = ("did you `view` (or `reshape`) straight to (b, heads, s, dh) without `transpose`? "
@@ -80,8 +80,8 @@ def split_heads(split_heads, batch=2, seq=6, d_model=64, heads=4, seed=0):
     expect(torch.equal(h, before), "split_heads changed its input in place; return a new view instead")
     for i in range(heads):
         want = h[..., i * dh:(i + 1) * dh]  # (b, s, dh)
-        if not torch.allclose(out[:, i], want):
-            token = next(t for t in range(seq) if not torch.allclose(out[:, i, t], want[:, t]))
+        if not torch.allclose(out[:, i], want, **TOLERANCE["copied"]):
+            token = next(t for t in range(seq) if not torch.allclose(out[:, i, t], want[:, t], **TOLERANCE["copied"]))
             hint = _TRANSPOSE_HINT if torch.equal(out, h.reshape(batch, heads, seq, dh)) else (
                 "Head i must be features i*dh to (i+1)*dh - 1 of every token: view to "
                 "(b, s, heads, dh), then `transpose(1, 2)`.")
@@ -117,8 +117,8 @@ def merge_heads(merge_heads, batch=2, seq=6, heads=4, dh=16, seed=0, contiguous=
         raise
     expect(isinstance(out, torch.Tensor), f"merge_heads should return a tensor, got {type(out).__name__}")
     expect_shape(out, (batch, seq, d), f"merge_heads(x) with x of shape {(batch, heads, seq, dh)}")
-    if not torch.allclose(out, h):
-        if torch.allclose(out, split.reshape(batch, seq, d)):
+    if not torch.allclose(out, h, **TOLERANCE["copied"]):
+        if torch.allclose(out, split.reshape(batch, seq, d), **TOLERANCE["copied"]):
             raise AssertionError(
                 "merge_heads returned the right shape but mixes tokens: token 0's features hold head 0's "
                 "rows 0, 1, ... instead of row 0 of every head. You reshaped (b, heads, s, dh) straight "
@@ -270,7 +270,7 @@ def _diagnose(results, heads, d, out):
         if candidate.shape != out.shape:
             return False
         defined = torch.isfinite(candidate)
-        return bool(defined.any()) and torch.allclose(candidate[defined], out[defined], atol=1e-5, rtol=1e-4)
+        return bool(defined.any()) and torch.allclose(candidate[defined], out[defined], **TOLERANCE["float32"])
 
     if same(results["no mask"]):
         return ("It equals attention WITHOUT the padding mask: pass `mask` on to attention, so that no "
@@ -337,7 +337,7 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
         expect_shape(out, (b, s, d_model), f"{name}(h, mask) with h of shape {(b, s, d_model)}")
 
         expected = results["right"]
-        agrees = out.shape == expected.shape and torch.allclose(out, expected, atol=1e-5, rtol=1e-4)
+        agrees = close(out, expected)
         known = None if agrees else _diagnose(results, heads, d_model, out)
         if known is not None:
             expect_close(out, expected, f"{name}(h, mask) compared with nn.MultiheadAttention holding the "
@@ -362,8 +362,7 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
                           "with transpose(1, 2) -> self.out.")
         try:
             unmasked = layer(h)
-            problem = None if (isinstance(unmasked, torch.Tensor) and unmasked.shape == out.shape and torch.allclose(
-                unmasked, results["no mask"], atol=1e-5, rtol=1e-4)) else "gave other numbers"
+            problem = None if close(unmasked, results["no mask"]) else "gave other numbers"
         except Exception as error:  # noqa: BLE001 - any crash is the student's verdict
             problem = f"raised {type(error).__name__}: {error}"
         expect(problem is None, f"{name}(h) without a mask should read every key, as nn.MultiheadAttention does "

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_shape, fresh_generator, passed, refusing, task
+from grader.checks import call, close, diagnose, expect, expect_shape, fresh_generator, passed, refusing, task
 
 # ---------------------------------------------------------------------------------------------
 # layer_norm
@@ -78,16 +78,13 @@ def _matches_pytorch(layer_norm, shape, seed, eps):
     mistakes = references.expected("norms", "layer_norm_mistakes", shape, seed, use)
     out = _run_layer_norm(layer_norm, x, weight, bias, eps)
     expected = F.layer_norm(x.double(), (x.shape[-1],), weight.double(), bias.double(), use)
-    if torch.allclose(out.double(), expected, atol=1e-5, rtol=1e-4):
-        return
     gap = (out.double() - expected).abs().max().item()
     where = f"layer_norm on x of shape {tuple(x.shape)} (eps={use:g}) differs from F.layer_norm by up to {gap:.3g}"
-    for wrong, hint in mistakes:
-        if torch.allclose(out.double(), wrong, atol=1e-4, rtol=1e-3):
-            raise AssertionError(f"{where}: {hint}")
+    if diagnose(out.double(), expected, mistakes, where):
+        return
     if eps is not None:
         default = F.layer_norm(x.double(), (x.shape[-1],), weight.double(), bias.double(), 1e-5)
-        if torch.allclose(out.double(), default, atol=1e-5, rtol=1e-4):
+        if close(out.double(), default):
             raise AssertionError(f"{where}: it matches eps=1e-5 whatever eps it is given; use the "
                                  "`eps` argument, not a fixed number.")
     rows = out.view(-1, x.shape[-1])
@@ -148,8 +145,7 @@ def check_layer_norm(layer_norm, shapes=((3, 8), (2, 5, 16)), seed=0, eps=None):
     x, weight, bias = fresh_norm_inputs()
     out = _run_layer_norm(layer_norm, x, weight, bias, eps)
     use = 1e-5 if eps is None else eps
-    expect(torch.allclose(out.double(), F.layer_norm(x.double(), (x.shape[-1],), weight.double(), bias.double(), use),
-                          atol=1e-5, rtol=1e-4),
+    expect(close(out.double(), F.layer_norm(x.double(), (x.shape[-1],), weight.double(), bias.double(), use)),
            f"layer_norm is right on the check's inputs but differs from F.layer_norm on new ones, of shape "
            f"{tuple(x.shape)}: does it depend on more than x, weight, bias and eps?")
     passed()
@@ -394,15 +390,12 @@ def check_rms_norm(rms_norm, shapes=((3, 8), (2, 5, 16)), seed=0, eps=None):
         default = _pytorch_rms_norm(x, weight, RMS_EPS)
         out = _run_rms_norm(rms_norm, x, weight, eps)
         expect(torch.equal(x, kept), "rms_norm changed its input x in place; compute a new tensor")
-        if torch.allclose(out.double(), expected, atol=1e-5, rtol=1e-4):
-            continue
         gap = (out.double() - expected).abs().max().item()
         where = f"rms_norm on x of shape {tuple(x.shape)} (eps={use:g}) differs from x / sqrt(mean(x ** 2) + eps) * weight by up to {gap:.3g}"
-        for wrong, hint in mistakes:
-            if torch.allclose(out.double(), wrong, atol=1e-4, rtol=1e-3):
-                raise AssertionError(f"{where}: {hint}")
+        if diagnose(out.double(), expected, mistakes, where):
+            continue
         if eps is not None:
-            if torch.allclose(out.double(), default, atol=1e-5, rtol=1e-4):
+            if close(out.double(), default):
                 raise AssertionError(f"{where}: it matches eps={RMS_EPS:g} whatever eps it is given; use "
                                      "the `eps` argument, not a fixed number.")
         raise AssertionError(f"{where}. Expected each row divided by the square root of the mean of "
@@ -413,14 +406,13 @@ def check_rms_norm(rms_norm, shapes=((3, 8), (2, 5, 16)), seed=0, eps=None):
     rms = out.pow(2).mean(-1).sqrt()
     ordinary = torch.ones(4, dtype=torch.bool)
     ordinary[1] = False  # the quiet row: eps is a large part of its divisor
-    expect(torch.allclose(rms[ordinary], torch.ones_like(rms[ordinary]), atol=1e-3),
+    expect(close(rms[ordinary], torch.ones_like(rms[ordinary]), "loose"),
            f"with weight 1 each row should leave with a root mean square of 1; got {rms.tolist()}")
     big = _run_rms_norm(rms_norm, x * 1000, ones, eps)
-    expect(torch.allclose(big[ordinary], out[ordinary].float(), atol=1e-4, rtol=1e-3),
+    expect(close(big[ordinary], out[ordinary].float(), "loose"),
            "a row times 1000 should leave with the same numbers (the norm takes out the scale)")
     x, weight, _ = fresh_norm_inputs()
-    expect(torch.allclose(_run_rms_norm(rms_norm, x, weight, eps).double(), _pytorch_rms_norm(x, weight, use),
-                          atol=1e-5, rtol=1e-4),
+    expect(close(_run_rms_norm(rms_norm, x, weight, eps).double(), _pytorch_rms_norm(x, weight, use)),
            f"rms_norm is right on the check's inputs but differs from F.rms_norm on new ones, of shape "
            f"{tuple(x.shape)}: does it depend on more than x, weight and eps?")
     passed()

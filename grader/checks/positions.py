@@ -24,7 +24,8 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_close, expect_learns, expect_shape, fresh_generator, passed, task
+from grader.checks import (TOLERANCE, call, close, expect, expect_close, expect_learns, expect_shape, fresh_generator,
+                           passed, task)
 
 # ---------------------------------------------------------------------------------------------
 # LearnedPositions
@@ -131,13 +132,13 @@ def check_learned_positions(LearnedPositions, max_len=120, d_model=64, batch=3, 
                 f"{(batch, s, d_model)}: add them to h, return h + positions.")
         expect_shape(out, (batch, s, d_model), f"LearnedPositions on h of shape {tuple(h.shape)}")
         out = out.detach()
-        if torch.allclose(out, original):
+        if torch.allclose(out, original, **TOLERANCE["copied"]):
             raise AssertionError("the output is h unchanged: the position vectors were never added.")
-        if torch.allclose(out, rows[:s].expand_as(out)):
+        if torch.allclose(out, rows[:s].expand_as(out), **TOLERANCE["copied"]):
             raise AssertionError("the output is the position vectors alone, without the tokens: "
                                  "add them to h, return h + positions.")
         added = out - original
-        expect(torch.allclose(added, added[:1].expand_as(added), atol=1e-5),
+        expect(torch.allclose(added, added[:1].expand_as(added), **TOLERANCE["float32"]),
                f"the vector added at a position differs between the rows of the batch: every row "
                f"gets the same vectors, those of positions 0..{s - 1}. Did you index the table by "
                "the row of the batch (torch.arange(h.shape[0])) instead of the position?")
@@ -183,7 +184,9 @@ def check_learned_positions(LearnedPositions, max_len=120, d_model=64, batch=3, 
 
 
 def _close(a, b, atol):
-    return torch.allclose(a.double(), b, atol=atol, rtol=0)
+    """Whether the tensor `a` lies within `atol` of `b` (float64) everywhere: a sinusoid's numbers
+    are all of size 1 or less, so the check's `atol` alone says how near."""
+    return close(a, b, {"atol": atol, "rtol": 0.0})
 
 
 @task
@@ -218,7 +221,7 @@ def check_sinusoid(sinusoid, length=50, d=64, atol=1e-3):
            f"{[round(x, 3) for x in row0[:4].tolist()]}. Do the positions start at 0?")
 
     norms = table.double().norm(dim=1)
-    expect(torch.allclose(norms, torch.full_like(norms, math.sqrt(d / 2)), atol=1e-4),
+    expect(torch.allclose(norms, torch.full_like(norms, math.sqrt(d / 2)), **TOLERANCE["float32"]),
            f"every row should have norm sqrt(d/2) = {math.sqrt(d / 2):.4f} (each pair sin, cos of "
            f"the same angle has length 1); rows range from {norms.min():.4f} to {norms.max():.4f}. "
            "Columns 2i and 2i+1 must share the same angle, and every column must be filled.")
@@ -308,22 +311,22 @@ def check_mean_pool(mean_pool, lengths=(6, 3, 1, 4), s=6, d=8, left=(3,), seed=0
     pools = references.expected("positions", "mean_pools", lengths, s, d, left, seed)
     out = _pool(mean_pool, h, pad, f"mean_pool(h {tuple(h.shape)}, pad {tuple(pad.shape)})")
     expected = pools["right"]
-    if not torch.allclose(out, expected, atol=1e-5):
-        if torch.allclose(out, pools["plain mean"], atol=1e-5):
+    if not torch.allclose(out, expected, **TOLERANCE["float32"]):
+        if torch.allclose(out, pools["plain mean"], **TOLERANCE["float32"]):
             raise AssertionError("mean_pool returned the plain mean over every position, pads "
                                  "included: average only the real tokens (where pad is False).")
-        if torch.allclose(out, pools["divided by s"], atol=1e-5):
+        if torch.allclose(out, pools["divided by s"], **TOLERANCE["float32"]):
             raise AssertionError("mean_pool summed the real tokens but divided by the padded length "
                                  f"s = {s}: divide each row by its own number of real tokens, which "
                                  "the mask can count.")
-        if torch.allclose(out, pools["sum"], atol=1e-5):
+        if torch.allclose(out, pools["sum"], **TOLERANCE["float32"]):
             raise AssertionError("mean_pool returned the sum of the real tokens: divide each row by "
                                  "its own number of real tokens, which the mask can count.")
         rows = pad.any(1)  # a row without pads has no mean of pads to compare
-        if torch.allclose(out[rows], pools["pads"][rows], atol=1e-5, equal_nan=True):
+        if torch.allclose(out[rows], pools["pads"][rows], equal_nan=True, **TOLERANCE["float32"]):
             raise AssertionError("mean_pool averaged the pads and left out the real tokens: pad is "
                                  "True at padding, so keep the positions where it is False (~pad).")
-        if left and torch.allclose(out, pools["first n"], atol=1e-5):
+        if left and torch.allclose(out, pools["first n"], **TOLERANCE["float32"]):
             raise AssertionError(
                 f"mean_pool averaged the first n tokens of each row, n the count of real tokens; row "
                 f"{left[0]} here has its pads first. Use the mask itself (True at padding), not a count.")

@@ -20,14 +20,13 @@ them. first_layer_gradient has no input to draw: its right result is its recipe'
 """
 
 import functools
-import math
 
 import torch
 from torch import nn
 
 from grader import references
-from grader.checks import (call, expect, expect_close, expect_learns, expect_shape, fresh_generator, load_fixed_linears,
-                           passed, silenced, task)
+from grader.checks import (TOLERANCE, call, close, diagnose, expect, expect_close, expect_learns, expect_shape,
+                           fresh_generator, load_fixed_linears, passed, silenced, task)
 
 
 def _one_thread(check):
@@ -106,10 +105,6 @@ def load_fixed_weights(linears, seed):
 def rezero_alphas(depth):
     """Distinct alphas of both signs, one per block, for the ReZero check."""
     return torch.tensor([(0.3 + 0.6 * i / depth) * (-1) ** i for i in range(depth)])
-
-
-def _close(a, b, atol=1e-5, rtol=1e-4):
-    return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, atol=atol, rtol=rtol)
 
 
 def _build(cls, *args, what):
@@ -206,10 +201,7 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
                             "around the layer, in the block (h + ffn(h)); FeedForward itself returns "
                             "only Linear -> ReLU -> Linear."),
         ]
-    if not _close(out, reference):
-        for guess, message in guesses:
-            if _close(out, guess):
-                raise AssertionError(f"{what}: {message}")
+    if not diagnose(out, reference, guesses, what, mistake_tolerance="float32"):
         expect_close(out, reference, f"{what}'s output",
                      hint=f"Expected Linear({d_model}, {d_ff}) -> ReLU -> Linear({d_ff}, {d_model}), "
                           "with the check's weights put in your two Linear layers.")
@@ -242,7 +234,7 @@ def check_first_layer_gradient(first_layer_gradient, depth=None):
     shallow_recipe = references.expected("residuals", "first_layer_gradients", False, 2)
 
     def matches(value, gradients, which=0):
-        return any(math.isclose(value, gradients[f"{order} {which}"], rel_tol=1e-4, abs_tol=0.0)
+        return any(close(value, gradients[f"{order} {which}"], "relative")
                    for order in ("layers", "batch", "reseed"))
 
     plain = _gradient(first_layer_gradient, False, depth)
@@ -252,7 +244,7 @@ def check_first_layer_gradient(first_layer_gradient, depth=None):
            "Call torch.manual_seed(0) at the start of the function, before building the layers, so "
            "that every call builds the same layers and draws the same batch.")
     shortcut = _gradient(first_layer_gradient, True, depth)
-    expect(not math.isclose(plain, shortcut, rel_tol=1e-6),
+    expect(not close(plain, shortcut, "relative"),
            f"first_layer_gradient gives {plain:.4e} with residual=False and with residual=True: it "
            "ignores the `residual` flag. With it, h = h + layer(h); without it, h = layer(h).")
 
@@ -335,9 +327,7 @@ def _stack_outputs(DeepStack, d_model, depth, seed):
         expect_shape(out, h.shape, f"{what} applied to h of shape {tuple(h.shape)}")
         outputs[residual] = out
         results = references.expected("residuals", "deep_stack", d_model, depth, seed, residual)
-        exact, atol = results["right"], results["atol"]
-        if _close(out.double(), exact, atol=atol):
-            continue
+        exact, tolerance = results["right"], {**TOLERANCE["float32"], "atol": results["atol"]}
         guesses = [
             (results["flag ignored"],
              "it computes the same as with residual=" + str(not residual) + ": it ignores the "
@@ -356,10 +346,9 @@ def _stack_outputs(DeepStack, d_model, depth, seed):
              "it applies the Linear before the attention; the block mixes the tokens first, "
              "then applies the Linear: linear(attention(h, h, h)[0])."),
         ]
-        for guess, message in guesses:
-            if _close(out, guess, atol=1e-4):
-                raise AssertionError(f"{what}: {message}")
-        expect_close(out.double(), exact, f"{what}'s output", atol=atol,
+        if diagnose(out.double(), exact, guesses, what, tolerance=tolerance):
+            continue
+        expect_close(out.double(), exact, f"{what}'s output", tolerance=tolerance,
                      hint="Expected, for each of your Linear layers in order (holding the check's "
                           "weights): the tokens mixed by attention with h as queries, keys and values, "
                           "then that Linear; the result added to h with residual=True, in place of h "
@@ -378,7 +367,7 @@ def check_deep_stack(DeepStack, d_model=64, depth=12, seed=0, collapse=True):
     if depth > 2:
         _stack_outputs(DeepStack, d_model, 2, seed)
     outputs = _stack_outputs(DeepStack, d_model, depth, seed)
-    expect(not _close(outputs[False], outputs[True]),
+    expect(not close(outputs[False], outputs[True]),
            "DeepStack gives the same output with residual=True and residual=False: the flag changes nothing.")
     if collapse:
         flat, kept = spread(outputs[False]).max().item(), spread(outputs[True]).min().item()
@@ -463,22 +452,19 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
     out = _forward(module, h)
     expect_shape(out, h.shape, f"{what} applied to h of shape {tuple(h.shape)}")
     at_start = references.expected("residuals", "rezero_at_start", d_model, depth, seed)
-    if not _close(out, h, atol=1e-6, rtol=0):
-        guesses = [
-            (torch.zeros_like(h),
-             "with every alpha at 0 it returns zeros: it replaces h by alpha * block(h). Keep h and "
-             "add the scaled change: h + alpha[i] * block_i(h)."),
-            (at_start["no alpha"],
-             "it adds each block's change at full size, without alpha (h + block(h)): multiply each "
-             "block's change by its own alpha."),
-            (at_start["bias escapes"],
-             "with every alpha at 0 it still adds each Linear's bias: the bias escapes alpha, which "
-             "scales what goes into the Linear (or its weight) instead of the block's whole output."),
-        ]
-        for guess, message in guesses:
-            if _close(out, guess, atol=1e-5):
-                raise AssertionError(f"{what}: {message}")
-        expect_close(out, h, f"{what} as built (every alpha 0)", atol=1e-6, rtol=0,
+    guesses = [
+        (torch.zeros_like(h),
+         "with every alpha at 0 it returns zeros: it replaces h by alpha * block(h). Keep h and "
+         "add the scaled change: h + alpha[i] * block_i(h)."),
+        (at_start["no alpha"],
+         "it adds each block's change at full size, without alpha (h + block(h)): multiply each "
+         "block's change by its own alpha."),
+        (at_start["bias escapes"],
+         "with every alpha at 0 it still adds each Linear's bias: the bias escapes alpha, which "
+         "scales what goes into the Linear (or its weight) instead of the block's whole output."),
+    ]
+    if not diagnose(out, h, guesses, what, tolerance="unchanged", mistake_tolerance="float32"):
+        expect_close(out, h, f"{what} as built (every alpha 0)", tolerance="unchanged",
                      hint="With every alpha at 0, each block adds nothing and the stack must return its "
                           "input unchanged.")
 
@@ -488,8 +474,8 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
     out = _forward(module, h)
     expect_shape(out, h.shape, f"{what} applied to h of shape {tuple(h.shape)}")
     results = references.expected("residuals", "rezero", d_model, depth, seed)
-    exact, atol = results["right"], results["atol"]
-    guesses = [] if _close(out.double(), exact, atol=atol) else [
+    exact, tolerance = results["right"], {**TOLERANCE["float32"], "atol": results["atol"]}
+    guesses = [
         (results["no alpha"],
          "it ignores alpha: it adds each block's change at full size, without alpha "
          "(h + block(h)). Multiply each block's change by its own alpha."),
@@ -511,11 +497,9 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
          "it applies the Linear before the attention; the block mixes the tokens first, then "
          "applies the Linear."),
     ]
-    for guess, message in guesses:
-        if _close(out, guess, atol=1e-4):
-            raise AssertionError(f"{what}: {message}")
     shown = ", ".join(f"{a:.2f}" for a in values[:3].tolist())
-    expect_close(out.double(), exact, f"{what}'s output with its alphas set to [{shown}, ...]", atol=atol,
+    if not diagnose(out.double(), exact, guesses, what, tolerance=tolerance):
+        expect_close(out.double(), exact, f"{what}'s output with its alphas set to [{shown}, ...]", tolerance=tolerance,
                  hint="Expected, for block i in order: h = h + alpha[i] * linear_i(attention(h, h, h)[0]), "
                       "with your Linear layers (holding the check's weights) and alphas.")
     expect_biases_pass_through(module, linears, what, alphas=values)

@@ -34,14 +34,13 @@ What they prove, on small made-up inputs (no model is trained here):
 """
 
 import itertools
-import math
 
 import pandas as pd
 import torch
 from torch import nn
 
 from grader import references
-from grader.checks import (Counted, call, expect, expect_learns, expect_shape, fresh_generator, load_fixed_linears,
+from grader.checks import (Counted, call, close, expect, expect_learns, expect_shape, fresh_generator, load_fixed_linears,
                            load_fixed_norm, passed, silenced, task)
 from grader.checks import prediction  # noqa: F401 (for the notebook)
 from grader.checks.block import (BlockParts, block_parts, close_at_real, expected_counts, feed_forward_linears,
@@ -96,7 +95,8 @@ def _show(frame):
 
 
 def _same(a, b):
-    return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-9)
+    """Whether two accuracies are one share of whole numbers."""
+    return close(a, b, "count")
 
 
 def style_counts(rows, predicted):
@@ -380,7 +380,7 @@ def _encoder_diagnosis(mistakes, out):
     scores of each combination (grader.references)."""
     for combination in encoder_mistakes():
         candidate = mistakes[mistake_key(combination)]
-        if candidate.shape == out.shape and torch.allclose(candidate, out, atol=1e-5, rtol=1e-4):
+        if close(candidate, out):
             positions, mask, pool, norm = combination
             hints = [] if positions else ["no position vectors are added to the token vectors"]
             if not mask:
@@ -475,7 +475,7 @@ def encoder(Encoder, vocab_size=50, dim=16, heads=2, blocks=3, ffn=24, max_token
         expect(torch.equal(ids, kept), "encoder(ids) changed the ids it was given")
         expect_shape(out, (batch, classes), "encoder(ids) for ids of shape (batch, seq)")
         wanted = results["right"]
-        if not torch.allclose(out, wanted, atol=1e-5, rtol=1e-4):
+        if not close(out, wanted):
             hint = _encoder_diagnosis(results["mistakes"], out)
             gap = (out - wanted).abs().max().item()
             raise AssertionError(
@@ -484,7 +484,7 @@ def encoder(Encoder, vocab_size=50, dim=16, heads=2, blocks=3, ffn=24, max_token
                 if hint else "Embed the ids, add the position vectors of places 0..T-1, run every "
                 "block as block(h, pad), apply the final norm, average the real tokens, then out."))
         longer = torch.cat([ids, torch.full((batch, 2), PAD)], 1)  # the same tickets, two more pads
-        expect(torch.allclose(call(_named_encoder(model), longer), out, atol=1e-5, rtol=1e-4),
+        expect(close(call(_named_encoder(model), longer), out),
                "a ticket's scores changed when two pads were added at its end: the pads are read")
         _blocks_pass_biases(model, vocab_size, max_tokens)
     expect_learns(model, ids, what="the encoder")
@@ -507,7 +507,7 @@ def _blocks_pass_biases(model, vocab_size, max_tokens):
         h = model.norm(model.embed(ids) + model.position(torch.arange(ids.shape[1])) + sum(biases))
         real = (ids != PAD).unsqueeze(-1).float()
         want = model.out((h * real).sum(1) / real.sum(1))
-    expect(isinstance(out, torch.Tensor) and out.shape == want.shape and torch.allclose(out, want, atol=1e-5, rtol=1e-4),
+    expect(close(out, want),
            f"encoder(ids) on new tickets, of shape {tuple(ids.shape)}, with every block's attn.out and "
            "second feed-forward Linear weighing nothing, differs from out(the mean of the real tokens of "
            "norm(embed + position + those layers' biases)): each block then adds its biases alone. It is "
