@@ -5,6 +5,7 @@ notebook and the grader judged differently, and how far the grading of the writt
 hand has come."""
 
 from collections import Counter
+from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 
@@ -15,35 +16,68 @@ from grader.course import SECTIONS, message_shape
 NOT_WRITTEN = "is not written yet"
 
 
+@dataclass
+class Counts:
+    """What the report tells of a class, counted from its results (`count`)."""
+    submissions: int
+    graded: list   # the results graded, by student and notebook
+    broken: list   # the submissions that could not be graded: a zero
+    held: list     # a student's two notebooks of one section: neither graded
+    failed: list   # the grader failed: no score, graded again next run
+    tasks: dict = field(default_factory=dict)       # (section, grade_id) -> (full marks, submissions)
+    failures: Counter = field(default_factory=Counter)  # (grade_id, message shape) -> times
+    messages: dict = field(default_factory=dict)    # that key -> Counter of the message's first lines
+    named: dict = field(default_factory=dict)       # that key -> the catalogue's wrong answers it names
+    unwritten: Counter = field(default_factory=Counter)  # (section, grade_id) -> submissions as released
+
+
 def write_report(out, results):
     """Write report.html and scores.png under `out`; returns the report's path."""
-    from matplotlib.figure import Figure  # not pyplot: the caller's backend and figures stay as they are
-
+    from grader.gradebook import written_progress
     out = Path(out)
-    in_order = sorted(results.values(), key=lambda r: (r["student"], Path(r["notebook"]).name))
-    graded = [r for r in in_order if not r["error"]]
-    broken = [r for r in in_order if r["error"] and not r.get("grader_failure")]
-    held = [r for r in in_order if r.get("held")]  # two notebooks of one section: the instructor picks
-    failed = [r for r in in_order if r.get("grader_failure") and not r.get("held")]
+    counts = count(results, _catalogued())
+    plot_scores(counts.graded, out / "scores.png")
+    path = out / "report.html"
+    path.write_text(html_report(out, counts, written_progress(out)))
+    return path
+
+
+def _catalogued():
+    from grader import publish
     try:
-        from grader import publish
-        catalogued = publish.catalogued_mistakes()
+        return publish.catalogued_mistakes()
     except RuntimeError:  # the solutions cannot run here (no Banking77?): no names, the rest stands
-        catalogued = {}
-    tasks, failures, unwritten, messages, named = {}, Counter(), Counter(), {}, {}
-    for result in graded:
+        return {}
+
+
+def count(results, catalogued):
+    """The class's Counts: its results sorted into graded and not, each task's pass rate, its failure
+    messages grouped by shape (numbers aside) and named from `catalogued`
+    (grader.publish.catalogued_mistakes()), and the tasks handed in as released."""
+    in_order = sorted(results.values(), key=lambda r: (r["student"], Path(r["notebook"]).name))
+    counts = Counts(len(results), graded=[r for r in in_order if not r["error"]],
+                    broken=[r for r in in_order if r["error"] and not r.get("grader_failure")],
+                    held=[r for r in in_order if r.get("held")],
+                    failed=[r for r in in_order if r.get("grader_failure") and not r.get("held")])
+    for result in counts.graded:
         for task in result["tasks"]:
-            passed, total = tasks.get((result["section"], task["grade_id"]), (0, 0))
-            tasks[(result["section"], task["grade_id"])] = (passed + (task["score"] == task["max_score"]), total + 1)
+            key = (result["section"], task["grade_id"])
+            passed, total = counts.tasks.get(key, (0, 0))
+            counts.tasks[key] = (passed + (task["score"] == task["max_score"]), total + 1)
             first_line = task["message"].splitlines()[0][:300] if task["message"] else ""
             if NOT_WRITTEN in first_line:
-                unwritten[(result["section"], task["grade_id"])] += 1
+                counts.unwritten[key] += 1
             elif first_line:  # the same message on other numbers is the same mistake
                 group = (task["grade_id"], message_shape(task["message"]))
-                failures[group] += 1
-                messages.setdefault(group, Counter())[first_line] += 1
-                named[group] = mistake_named(catalogued, result["section"], task["grade_id"], task["message"])
+                counts.failures[group] += 1
+                counts.messages.setdefault(group, Counter())[first_line] += 1
+                counts.named[group] = mistake_named(catalogued, result["section"], task["grade_id"], task["message"])
+    return counts
 
+
+def plot_scores(graded, path):
+    """A histogram of the graded submissions' shares of the autograded points, saved at `path`."""
+    from matplotlib.figure import Figure  # not pyplot: the caller's backend and figures stay as they are
     shares = [100 * r["score"] / r["max_score"] for r in graded if r["max_score"]]
     fig = Figure(figsize=(6, 3.5))
     ax = fig.subplots()
@@ -52,34 +86,38 @@ def write_report(out, results):
     ax.set_ylabel("submissions")
     ax.set_title(f"{len(shares)} graded submissions")
     fig.tight_layout()
-    fig.savefig(out / "scores.png", dpi=100)
+    fig.savefig(path, dpi=100)
 
+
+def html_report(out, counts, written):
+    """The report's page for the class graded into `out`, from its Counts and the progress of the
+    written answers graded by hand (grader.gradebook.written_progress)."""
+    c = counts
     rows = "".join(f"<tr><td>{escape(s)}</td><td>{escape(t)}</td><td>{p}/{n}</td><td>{100 * p / n:.0f}%</td></tr>"
-                   for (s, t), (p, n) in sorted(tasks.items(), key=lambda item: SECTIONS.index(item[0][0])))
-    common = "".join(f"<tr><td>{n}</td><td>{escape(group[0])}</td><td>{escape(named[group])}</td>"
-                     f"<td><code>{escape(messages[group].most_common(1)[0][0])}</code></td></tr>"
-                     for group, n in failures.most_common(15))
+                   for (s, t), (p, n) in sorted(c.tasks.items(), key=lambda item: SECTIONS.index(item[0][0])))
+    common = "".join(f"<tr><td>{n}</td><td>{escape(group[0])}</td><td>{escape(c.named[group])}</td>"
+                     f"<td><code>{escape(c.messages[group].most_common(1)[0][0])}</code></td></tr>"
+                     for group, n in c.failures.most_common(15))
     left = "".join(f"<tr><td>{escape(s)}</td><td>{escape(t)}</td><td>{n}</td></tr>" for (s, t), n in
-                   sorted(unwritten.items(), key=lambda item: (SECTIONS.index(item[0][0]), -item[1], item[0][1])))
-    from grader.gradebook import written_progress
+                   sorted(c.unwritten.items(), key=lambda item: (SECTIONS.index(item[0][0]), -item[1], item[0][1])))
     by_hand = "".join(f"<tr><td>{escape(s)}</td><td>{escape(t)}</td><td>{done}</td><td>{waiting}</td>"
                       f"<td>{given / done if done else 0:.1f} / {most:g}</td></tr>"
-                      for s, t, done, waiting, given, most in written_progress(out))
-    stopped = _listed((r, note) for r in graded for note in r.get("interrupted", []))
-    flagged = _listed((r, flag) for r in graded for flag in r.get("flags", []))
-    bad = _listed((r, r["error"]) for r in broken)
+                      for s, t, done, waiting, given, most in written)
+    stopped = _listed((r, note) for r in c.graded for note in r.get("interrupted", []))
+    flagged = _listed((r, flag) for r in c.graded for flag in r.get("flags", []))
+    bad = _listed((r, r["error"]) for r in c.broken)
     ours = (f"<h2>Not graded: the grader failed</h2><p>Not the students' doing, and no score: the next "
-            f"run grades these again.</p><ul>{_listed((r, r['error']) for r in failed)}</ul>" if failed else "")
+            f"run grades these again.</p><ul>{_listed((r, r['error']) for r in c.failed)}</ul>" if c.failed else "")
     waiting = (f"<h2>Held: a student handed in two notebooks of one section</h2><p>Neither is graded: "
                f"which one counts is yours to say. Remove the others; the next run grades the one left."
-               f"</p><ul>{_listed((r, r['error']) for r in held)}</ul>" if held else "")
-    html = f"""<!doctype html><html><head><meta charset="utf-8"><title>Class report</title>
+               f"</p><ul>{_listed((r, r['error']) for r in c.held)}</ul>" if c.held else "")
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>Class report</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:.2em .6em;text-align:left}}
 tr:nth-child(even){{background:#f3f3f3}}</style></head><body>
 <h1>Class report</h1>
-<p>{len(results)} submissions: {len(graded)} graded, {len(broken)} could not be graded (scored 0){
-f", {len(failed)} not graded because the grader failed" if failed else ""}{
-f", {len(held)} held (two notebooks of one section)" if held else ""}.</p>
+<p>{c.submissions} submissions: {len(c.graded)} graded, {len(c.broken)} could not be graded (scored 0){
+f", {len(c.failed)} not graded because the grader failed" if c.failed else ""}{
+f", {len(c.held)} held (two notebooks of one section)" if c.held else ""}.</p>
 <img src="scores.png" alt="Histogram of the share of autograded points per graded submission">
 <p>The histogram counts graded submissions by their share of the autograded points.</p>
 <h2>Pass rate per task</h2><table><tr><th>section</th><th>task</th><th>full marks</th><th>rate</th></tr>{rows}</table>
@@ -103,9 +141,6 @@ Formgrader (<code>python -m grader formgrader {escape(str(out))}</code>), then w
 graded waits again.</p>
 <table><tr><th>section</th><th>question</th><th>graded</th><th>waiting</th><th>mean points</th></tr>{by_hand}</table>
 </body></html>"""
-    path = out / "report.html"
-    path.write_text(html)
-    return path
 
 
 def mistake_named(catalogued, section, grade_id, message):
