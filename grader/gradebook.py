@@ -27,7 +27,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.course import ROOT, SECTIONS, SOLUTIONS, solution_notebook
+from grader.course import ROOT, SECTIONS, SOLUTIONS, nbgrader_info, solution_notebook
 from grader.marks import is_written
 
 # nbgrader's gradebook trips SQLAlchemy warnings that say nothing to an instructor.
@@ -55,7 +55,7 @@ def _answers(path):
     if not path.is_file():
         return {}
     notebook = nbformat.read(path, as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c for c in notebook.cells if is_written(c)}
+    return {nbgrader_info(c)["grade_id"]: c for c in notebook.cells if is_written(c)}
 
 
 def _untouched(cell):
@@ -151,7 +151,7 @@ def record(folder, result):
 def written_questions(section):
     """The grade ids of the section's written answers, in notebook order."""
     notebook = nbformat.read(solution_notebook(section), as_version=4)
-    return [c.metadata["nbgrader"]["grade_id"] for c in notebook.cells if is_written(c)]
+    return [nbgrader_info(c)["grade_id"] for c in notebook.cells if is_written(c)]
 
 
 def manual_grades(folder):

@@ -26,7 +26,7 @@ import nbformat
 
 from grader import judge, publish, release, repair, sandbox
 from grader.warm_kernel import WarmKernels, kernel_spec, use_warm_kernels
-from grader.course import ROOT, SOLUTIONS, solution_notebook
+from grader.course import ROOT, SOLUTIONS, nbgrader_info, solution_notebook
 from grader.options import GradingOptions
 
 # nbgrader's gradebook trips SQLAlchemy warnings that say nothing to a student or instructor.
@@ -38,8 +38,8 @@ class NotGradable(Exception):
 
 
 def graded_ids(notebook):
-    return {c.metadata["nbgrader"]["grade_id"] for c in notebook.cells
-            if c.metadata.get("nbgrader", {}).get("grade_id")}
+    return {nbgrader_info(c)["grade_id"] for c in notebook.cells
+            if nbgrader_info(c).get("grade_id")}
 
 
 def _fingerprint(notebook):

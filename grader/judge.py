@@ -25,7 +25,7 @@ import re
 import nbformat
 import torch
 
-from grader.course import SOLUTIONS, is_parts_cell, solution_notebook
+from grader.course import SOLUTIONS, is_parts_cell, nbgrader_info, solution_notebook
 from grader.probe import Exchange, Link, NotPlainData
 
 # (section, student) -> {grade_id: verdict}: filled while nbgrader autogrades, read by the grader
@@ -36,12 +36,8 @@ class NotACheckCell(ValueError):
     """A check cell holding something other than calls of the section's checks."""
 
 
-def nbgrader(cell):
-    return cell.metadata.get("nbgrader", {})
-
-
 def is_check_cell(cell):
-    return cell.cell_type == "code" and nbgrader(cell).get("grade") and not nbgrader(cell).get("solution")
+    return cell.cell_type == "code" and nbgrader_info(cell).get("grade") and not nbgrader_info(cell).get("solution")
 
 
 def without_hidden_tests(source):
@@ -53,15 +49,15 @@ def without_hidden_tests(source):
 def check_cells(section):
     """grade_id -> (source, points) of the section's check cells, from the solutions."""
     notebook = nbformat.read(solution_notebook(section), as_version=4)
-    return {nbgrader(c)["grade_id"]: (c.source, nbgrader(c)["points"]) for c in notebook.cells if is_check_cell(c)}
+    return {nbgrader_info(c)["grade_id"]: (c.source, nbgrader_info(c)["points"]) for c in notebook.cells if is_check_cell(c)}
 
 
 @functools.cache
 def written_points(section):
     """The points of the section's written answers, graded by hand."""
     notebook = nbformat.read(solution_notebook(section), as_version=4)
-    return sum(nbgrader(c)["points"] for c in notebook.cells
-               if c.cell_type == "markdown" and nbgrader(c).get("grade"))
+    return sum(nbgrader_info(c)["points"] for c in notebook.cells
+               if c.cell_type == "markdown" and nbgrader_info(c).get("grade"))
 
 
 @functools.cache
@@ -181,7 +177,7 @@ def _execute_preprocessor():
             cell, resources = super().preprocess_cell(cell, resources, index)
             cell.source = full
             info = resources["nbgrader"]
-            section, grade_id = info["assignment"], nbgrader(cell)["grade_id"]
+            section, grade_id = info["assignment"], nbgrader_info(cell)["grade_id"]
 
             def run(code):
                 # Silent, and past nbclient's cell bookkeeping: the probe sends back what the

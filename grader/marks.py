@@ -9,7 +9,7 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
-from grader.course import solution_notebook
+from grader.course import nbgrader_info, solution_notebook
 from grader.judge import without_hidden_tests
 
 MARK_SCHEME = "mark_scheme"  # cell.metadata["course"][MARK_SCHEME]: the written answer it belongs to
@@ -50,7 +50,7 @@ class DropHiddenTests(Preprocessor):
 
 def is_written(cell):
     """A written answer: a markdown cell graded by hand."""
-    meta = cell.metadata.get("nbgrader", {})
+    meta = nbgrader_info(cell)
     return cell.cell_type == "markdown" and meta.get("grade") and meta.get("solution")
 
 
@@ -58,7 +58,7 @@ def is_written(cell):
 def _mark_schemes(section):
     """grade_id -> the solution's text of each written answer (model answer and mark scheme)."""
     notebook = nbformat.read(solution_notebook(section), as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in notebook.cells if is_written(c)}
+    return {nbgrader_info(c)["grade_id"]: c.source for c in notebook.cells if is_written(c)}
 
 
 def with_mark_schemes(notebook, section):
@@ -66,7 +66,7 @@ def with_mark_schemes(notebook, section):
     schemes, cells = _mark_schemes(section), []
     for cell in notebook.cells:
         cells.append(cell)
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        grade_id = nbgrader_info(cell).get("grade_id")
         if grade_id in schemes and is_written(cell):
             cells.append(nbformat.v4.new_markdown_cell(
                 f"**For the grader: the model answer and its mark scheme** (`{grade_id}`; never in the "

@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 
 from grader import fingerprint
-from grader.course import ROOT, SECTIONS, message_shape, solution_notebook
+from grader.course import ROOT, SECTIONS, message_shape, nbgrader_info, solution_notebook
 
 EDITION_SOURCE = ROOT / "grader" / "edition"  # the files written for the edition alone
 
@@ -81,7 +81,7 @@ def secret_lines(sections=SECTIONS):
     secrets = {}
     for section in sections:
         for cell in nbformat.read(solution_notebook(section), as_version=4).cells:
-            grading = cell.metadata.get("nbgrader", {})
+            grading = nbgrader_info(cell)
             blocks = re.findall(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", cell.source, re.S)
             if cell.cell_type == "markdown" and grading.get("solution"):
                 blocks.append(("WRITTEN ANSWER", cell.source))

@@ -22,15 +22,11 @@ import copy
 import functools
 import re
 
-from grader.course import PARTS_TAG, is_parts_cell
+from grader.course import PARTS_TAG, is_parts_cell, nbgrader_info
 
 # (section, student) -> the notes of the submission nbgrader last autograded: written by
 # RepairSubmission, read by the grader
 NOTES = {}
-
-
-def _grading(cell):
-    return cell.metadata.get("nbgrader", {})
 
 
 def _defines(source, name):
@@ -40,28 +36,28 @@ def _defines(source, name):
 def repair(notebook, reference):
     """Repair `notebook` in place against the release notebook `reference`; returns the notes."""
     notes = []
-    graded = [c for c in reference.cells if _grading(c).get("grade_id")]
+    graded = [c for c in reference.cells if nbgrader_info(c).get("grade_id")]
     by_id = {c.get("id"): c for c in graded if c.get("id")}
-    present = {_grading(c)["grade_id"] for c in notebook.cells if _grading(c).get("grade_id")}
+    present = {nbgrader_info(c)["grade_id"] for c in notebook.cells if nbgrader_info(c).get("grade_id")}
     restored = []
 
     for cell in notebook.cells:
-        if _grading(cell):
+        if nbgrader_info(cell):
             continue
         match = by_id.get(cell.get("id"))
         if match is None:
-            match = next((r for r in graded if _grading(r).get("locked") and r.source == cell.source
+            match = next((r for r in graded if nbgrader_info(r).get("locked") and r.source == cell.source
                           and r.cell_type == cell.cell_type), None)
         if match is None and cell.cell_type == "code":
-            match = next((r for r in graded if _grading(r).get("solution") and not _grading(r).get("grade")
-                          and _defines(cell.source, _grading(r)["grade_id"])), None)
-        if match is not None and _grading(match)["grade_id"] not in present and match.cell_type == cell.cell_type:
-            cell.metadata["nbgrader"] = copy.deepcopy(_grading(match))
+            match = next((r for r in graded if nbgrader_info(r).get("solution") and not nbgrader_info(r).get("grade")
+                          and _defines(cell.source, nbgrader_info(r)["grade_id"])), None)
+        if match is not None and nbgrader_info(match)["grade_id"] not in present and match.cell_type == cell.cell_type:
+            cell.metadata["nbgrader"] = copy.deepcopy(nbgrader_info(match))
             for key in ("editable", "deletable"):
                 if key in match.metadata:
                     cell.metadata[key] = match.metadata[key]
-            present.add(_grading(match)["grade_id"])
-            restored.append(_grading(match)["grade_id"])
+            present.add(nbgrader_info(match)["grade_id"])
+            restored.append(nbgrader_info(match)["grade_id"])
     if restored:
         notes.append(f"nbgrader metadata restored on {len(restored)} cell{'s' if len(restored) > 1 else ''} "
                      f"({', '.join(restored[:3])}"
@@ -69,7 +65,7 @@ def repair(notebook, reference):
 
     seen = set()
     for cell in notebook.cells:
-        grade_id = _grading(cell).get("grade_id")
+        grade_id = nbgrader_info(cell).get("grade_id")
         if grade_id in seen:
             del cell.metadata["nbgrader"]
             notes.append(f"a second copy of {grade_id} is graded as ordinary code")
@@ -77,12 +73,12 @@ def repair(notebook, reference):
             seen.add(grade_id)
 
     for check in graded:
-        grade_id = _grading(check)["grade_id"]
-        if grade_id in seen or not _grading(check).get("grade") or _grading(check).get("solution") \
+        grade_id = nbgrader_info(check)["grade_id"]
+        if grade_id in seen or not nbgrader_info(check).get("grade") or nbgrader_info(check).get("solution") \
                 or check.cell_type != "code":  # a hand-graded code answer is the student's, not a check
             continue
         answer = grade_id.removeprefix("test_")
-        where = next((i for i, c in enumerate(notebook.cells) if _grading(c).get("grade_id") == answer), None)
+        where = next((i for i, c in enumerate(notebook.cells) if nbgrader_info(c).get("grade_id") == answer), None)
         position = len(notebook.cells) if where is None else where + 1
         notebook.cells.insert(position, copy.deepcopy(check))
         seen.add(grade_id)

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 
 from grader import catalogue, release
-from grader.course import ROOT, release_notebook, solution_notebook
+from grader.course import ROOT, nbgrader_info, release_notebook, solution_notebook
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 CLASS = EXAMPLES / "class"
@@ -48,19 +48,19 @@ GRADED_BY_HAND = [("ada", "01-heads", "question_mask_shape", 2.0), ("ada", "01-h
 
 def _answer_cells(notebook):
     return [c for c in notebook.cells if c.cell_type == "code"
-            and c.metadata.get("nbgrader", {}).get("solution") and not c.metadata["nbgrader"].get("grade")]
+            and nbgrader_info(c).get("solution") and not nbgrader_info(c).get("grade")]
 
 
 def _solutions(section):
-    return {c.metadata["nbgrader"]["grade_id"]: c.source
+    return {nbgrader_info(c)["grade_id"]: c.source
             for c in _answer_cells(nbformat.read(solution_notebook(section), as_version=4))}
 
 
 def _model_answers(section):
     """grade_id -> the model answer of each written question (its mark scheme left out)."""
     notebook = nbformat.read(solution_notebook(section), as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source.split("**Mark scheme")[0].strip() for c in notebook.cells
-            if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")}
+    return {nbgrader_info(c)["grade_id"]: c.source.split("**Mark scheme")[0].strip() for c in notebook.cells
+            if c.cell_type == "markdown" and nbgrader_info(c).get("grade")}
 
 
 def catalogue_variant(section, kind, k, tasks=None):
@@ -73,7 +73,7 @@ def catalogue_variant(section, kind, k, tasks=None):
     pool = wrong if kind == "wrong" else right
     entries = {}
     for cell in _answer_cells(notebook):
-        name = cell.metadata["nbgrader"]["grade_id"]
+        name = nbgrader_info(cell)["grade_id"]
         mine = [e for e in pool if e.name == name]
         entries[name] = mine[k] if k < len(mine) and (tasks is None or name in tasks) else None
         cell.source = entries[name].code if entries[name] else solutions[name]
@@ -86,17 +86,17 @@ def _submission(section, student):
     notebook = nbformat.read(release_notebook(section), as_version=4)
     solutions = _solutions(section)
     answers = _answer_cells(notebook)
-    names = [c.metadata["nbgrader"]["grade_id"] for c in answers]
+    names = [nbgrader_info(c)["grade_id"] for c in answers]
     full = {name: True for name in names}
     if student in ("ada", "gus", "hal", "fay", "ivy", "jon", "lea"):
         for cell in answers:
-            cell.source = solutions[cell.metadata["nbgrader"]["grade_id"]]
+            cell.source = solutions[nbgrader_info(cell)["grade_id"]]
     if student in ("cyd", "dot"):
         notebook, entries = catalogue_variant(section, "right" if student == "cyd" else "wrong", 0)
         full = {name: student == "cyd" or entries[name] is None for name in names}
     if student in ("ada", "cyd"):
         for cell in notebook.cells:
-            model = _model_answers(section).get(cell.metadata.get("nbgrader", {}).get("grade_id"))
+            model = _model_answers(section).get(nbgrader_info(cell).get("grade_id"))
             if model:
                 cell.source = model if student == "ada" else model.split(". ")[0] + "."
     if student == "ben":
@@ -104,8 +104,8 @@ def _submission(section, student):
     if student == "eli":
         done = names[:(len(names) + 1) // 2]
         for cell in answers:
-            if cell.metadata["nbgrader"]["grade_id"] in done:
-                cell.source = solutions[cell.metadata["nbgrader"]["grade_id"]]
+            if nbgrader_info(cell)["grade_id"] in done:
+                cell.source = solutions[nbgrader_info(cell)["grade_id"]]
         full = {name: name in done for name in names}
     if student == "gus":
         # the last task: no other task builds on it, so only it is lost
@@ -113,10 +113,10 @@ def _submission(section, student):
         full[names[-1]] = False
     if student == "hal":
         for cell in notebook.cells:
-            if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code":
+            if nbgrader_info(cell).get("grade") and cell.cell_type == "code":
                 cell.source = 'print("Check passed")'
     if student == "ivy":
-        checks = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+        checks = [c for c in notebook.cells if nbgrader_info(c).get("grade") and c.cell_type == "code"]
         notebook.cells.remove(checks[0])
         duplicate = copy.deepcopy(checks[-1])
         duplicate.id = "copied-check"

@@ -18,7 +18,7 @@ from jupyter_client.manager import start_new_kernel
 from torch import nn
 
 from grader import catalogue, judge, probe
-from grader.course import ROOT, SECTIONS, solution_notebook
+from grader.course import ROOT, SECTIONS, nbgrader_info, solution_notebook
 
 
 class Kernel:
@@ -73,8 +73,8 @@ def _numbers_blanked(error):
 @pytest.mark.parametrize("section", SECTIONS)
 def test_the_judge_gives_every_catalogue_entry_the_notebooks_verdict_and_message(section):
     notebook = nbformat.read(solution_notebook(section), as_version=4)
-    answers = {judge.nbgrader(c)["grade_id"]: c.source for c in notebook.cells
-               if c.cell_type == "code" and judge.nbgrader(c).get("solution") and not judge.nbgrader(c).get("grade")}
+    answers = {nbgrader_info(c)["grade_id"]: c.source for c in notebook.cells
+               if c.cell_type == "code" and nbgrader_info(c).get("solution") and not nbgrader_info(c).get("grade")}
     kernel = Kernel(solution_notebook(section).parent)
     try:
         for cell in notebook.cells:

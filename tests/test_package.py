@@ -3,6 +3,7 @@ imports inside functions, which hide a cycle from Python but not from a reader, 
 uses another's private names (the tests may still reach into the module they test)."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,52 @@ def test_a_cycle_is_found_through_imports_inside_functions_and_named(tmp_path, s
     for name, text in source.items():
         (tmp_path / "grader" / f"{name}.py").write_text(text)
     assert a_cycle(import_graph(tmp_path)) == cycle
+
+
+# --- the picture of the layers in the README ----------------------------------------------------
+
+NOT_THE_PACKAGE = ("examples", "edition", "templates")  # the sample class, the edition's sources, nbgrader's config
+
+
+def package_graph(root=ROOT):
+    """The import graph of grader/'s modules and subpackages by their names in the package
+    (grader.checks.heads counts as checks), without NOT_THE_PACKAGE."""
+    graph = {}
+    for name, imported in import_graph(root).items():
+        part = name.split(".")[1] if name != "grader" else None
+        if part is None or part in NOT_THE_PACKAGE:
+            continue
+        graph.setdefault(part, set()).update(other.split(".")[1] for other in imported if other != "grader")
+    return {name: imported - {name} for name, imported in graph.items()}
+
+
+def readme_layers(text):
+    """The layers the README draws after "down the package's layers", top first: a set of names per
+    line (a line that starts with a space goes on with the description above it)."""
+    block = text.split("down the package's layers", 1)[1].split("```")[1]
+    return [{name.strip() for name in re.split(r"\s{2,}", line, maxsplit=1)[0].split("·")}
+            for line in block.splitlines() if line.strip() and not line.startswith(" ")]
+
+
+def drawn_wrong(layers, graph):
+    """What the picture gets wrong: a module missing or drawn twice, or one that imports a module
+    drawn above it."""
+    place = {name: i for i, names in enumerate(layers) for name in names}
+    wrong = [f"{name} is drawn twice" for name in place if sum(name in names for names in layers) > 1]
+    wrong += [f"{name} is not drawn" for name in sorted(set(graph) - set(place))]
+    wrong += [f"{name} is drawn but is no module" for name in sorted(set(place) - set(graph))]
+    return wrong + [f"{name} imports {other}, drawn above it" for name in sorted(graph) if name in place
+                    for other in sorted(graph[name]) if place.get(other, len(layers)) < place[name]]
+
+
+def test_the_readme_draws_the_package_s_layers_as_its_imports_run():
+    assert drawn_wrong(readme_layers((ROOT / "README.md").read_text()), package_graph()) == []
+
+
+def test_a_picture_that_does_not_hold_the_imports_is_told():
+    graph = {"top": {"low"}, "low": set(), "mid": {"low"}}
+    text = "down the package's layers:\n```\nlow · mid    what\n  more of what\ntop  first\nghost  none\n```\n"
+    assert readme_layers(text) == [{"low", "mid"}, {"top"}, {"ghost"}]
+    assert drawn_wrong(readme_layers(text), graph) == ["ghost is drawn but is no module", "top imports low, drawn above it"]
+    assert drawn_wrong([{"top"}, {"mid", "low"}, {"low"}], graph) == ["low is drawn twice"]
+    assert drawn_wrong([{"top"}, {"low"}], graph) == ["mid is not drawn"]

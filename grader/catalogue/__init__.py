@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import nbformat
 
-from grader.course import solution_notebook
+from grader.course import nbgrader_info, solution_notebook
 from grader.judge import without_hidden_tests
 
 
@@ -53,14 +53,10 @@ def builds_on(section):
     return getattr(module, "BUILDS_ON", {})
 
 
-def _nbgrader(cell):
-    return cell.metadata.get("nbgrader", {})
-
-
 def answer_cells(notebook):
     """grade_id -> source of the autograded answer cells."""
-    return {_nbgrader(c)["grade_id"]: c.source for c in notebook.cells
-            if c.cell_type == "code" and _nbgrader(c).get("solution") and not _nbgrader(c).get("grade")}
+    return {nbgrader_info(c)["grade_id"]: c.source for c in notebook.cells
+            if c.cell_type == "code" and nbgrader_info(c).get("solution") and not nbgrader_info(c).get("grade")}
 
 
 class Session:
@@ -74,8 +70,8 @@ class Session:
         self.notebook = nbformat.read(path, as_version=4)
         self.answers = answer_cells(self.notebook)
         shown = (lambda source: source) if hidden else without_hidden_tests
-        self.checks = {_nbgrader(c)["grade_id"]: shown(c.source) for c in self.notebook.cells
-                       if c.cell_type == "code" and _nbgrader(c).get("grade") and not _nbgrader(c).get("solution")}
+        self.checks = {nbgrader_info(c)["grade_id"]: shown(c.source) for c in self.notebook.cells
+                       if c.cell_type == "code" and nbgrader_info(c).get("grade") and not nbgrader_info(c).get("solution")}
         self.namespace = {"__name__": "__main__"}
         self.folder = path.parent
         matplotlib.use("Agg")  # figures are drawn, not shown
@@ -86,7 +82,7 @@ class Session:
         try:
             for cell in self.notebook.cells:
                 if cell.cell_type == "code":
-                    grade_id = _nbgrader(cell).get("grade_id")
+                    grade_id = nbgrader_info(cell).get("grade_id")
                     self.run(self.checks.get(grade_id, cell.source))
         finally:
             del os.environ["NBGRADER_EXECUTION"]

@@ -260,6 +260,7 @@ def stop_servers():
 
 def check(notebook_path, timeout, use_server=True):
     import nbformat
+    from grader.course import nbgrader_info
 
     path = Path(notebook_path).resolve()
     try:
@@ -268,7 +269,7 @@ def check(notebook_path, timeout, use_server=True):
         print(f"cannot read {path}: {error}", file=sys.stderr)
         return 2
     tasks = [(n, c) for n, c in enumerate(notebook.cells)
-             if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
+             if c.cell_type == "code" and nbgrader_info(c).get("grade")]
     if not tasks:
         print(f"{path} holds no check cell of the course", file=sys.stderr)
         return 2
@@ -285,16 +286,16 @@ def check(notebook_path, timeout, use_server=True):
         result = run_alone(path, timeout)
     if result["stopped"]:
         print(f"  {result['stopped']}")
-    width = max(len(c.metadata["nbgrader"]["grade_id"]) for _, c in tasks)
+    width = max(len(nbgrader_info(c)["grade_id"]) for _, c in tasks)
     earned = total = 0
     for number, cell in tasks:
-        points = cell.metadata["nbgrader"].get("points", 0)
+        points = nbgrader_info(cell).get("points", 0)
         error = result["errors"].get(str(number)) or (
             None if number in result["ran"] else ["not run", "the notebook stopped before this check"])
         verdict = "passed" if not error else f"{error[0]}: {error[1]}".splitlines()[0]
         earned += 0 if error else points
         total += points
-        print(f"  {cell.metadata['nbgrader']['grade_id']:<{width}}  {0 if error else points:g}/{points:g}  {verdict}")
+        print(f"  {nbgrader_info(cell)['grade_id']:<{width}}  {0 if error else points:g}/{points:g}  {verdict}")
     print(f"visible checks: {earned:g}/{total:g} points. Only the checks in the notebook ran: the "
           "autograder also runs hidden tests, and the written answers are graded by hand.")
     return 0
