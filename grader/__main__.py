@@ -262,20 +262,28 @@ def _fresh_kernels_option(parser):
 
 
 def main(argv=None):
-    from grader.autograde import DEFAULT_PATTERN
-    from grader.options import SAMPLE_CLASS, GradingOptions
-    defaults = GradingOptions()
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     verbs = parser.add_subparsers(dest="verb", required=True)
-    demoer = verbs.add_parser("demo", help=demo.__doc__)
-    demoer.add_argument("--workers", type=int, default=None, help="grading processes (default: all cores)")
-    demoer.add_argument("--timeout", type=int, default=SAMPLE_CLASS.timeout,
-                        help=f"seconds a cell may run (default {SAMPLE_CLASS.timeout})")
-    demoer.set_defaults(run=demo)
-    verbs.add_parser("sample-class", help="rebuild the sample class in grader/examples/ from the release "
-                     "and the catalogues").set_defaults(run=sample_class)
-    grader_ = verbs.add_parser("autograde", help=autograde.__doc__.splitlines()[0], description=autograde.__doc__,
+    _grading_verbs(verbs)
+    _course_verbs(verbs)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+def _verb(verbs, name, run):
+    """A subcommand that runs `run`, its help the first line of run's docstring, its description all of it."""
+    command = verbs.add_parser(name, help=run.__doc__.splitlines()[0], description=run.__doc__,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    command.set_defaults(run=run)
+    return command
+
+
+def _grading_verbs(verbs):
+    """autograde, formgrader, export, check and the check server."""
+    from grader.autograde import DEFAULT_PATTERN
+    from grader.options import GradingOptions
+    defaults = GradingOptions()
+    grader_ = _verb(verbs, "autograde", autograde)
     grader_.add_argument("inputs", nargs="+", metavar="INPUT", help="folder or .zip of submissions")
     grader_.add_argument("--out", required=True, help="folder for grades.csv, feedback/ and report.html")
     grader_.add_argument("--workers", type=int, default=None, help="parallel graders (default: all cores)")
@@ -291,29 +299,13 @@ def main(argv=None):
     grader_.add_argument("--pattern", default=DEFAULT_PATTERN,
                          help="regex with a group (?P<student>...) for the id in a file name")
     _fresh_kernels_option(grader_)
-    grader_.set_defaults(run=autograde)
     for verb, run in (("formgrader", formgrader), ("export", export)):
-        command = verbs.add_parser(verb, help=run.__doc__.splitlines()[0], description=run.__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+        command = _verb(verbs, verb, run)
         command.add_argument("folder", metavar="DIR", help="the --out folder of `grader autograde`")
         if verb == "formgrader":
             command.add_argument("jupyter_options", nargs=argparse.REMAINDER,
                                  help="passed on to `jupyter lab` (e.g. --no-browser --port 8890)")
-        command.set_defaults(run=run)
-    runner = verbs.add_parser("execute", help=execute.__doc__)
-    runner.add_argument("notebooks", nargs="+", help="paths of .ipynb files")
-    runner.set_defaults(run=execute)
-    releaser = verbs.add_parser("release", help=release.__doc__.splitlines()[0], description=release.__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    releaser.add_argument("--check", action="store_true", help="only report files out of sync")
-    releaser.set_defaults(run=release)
-    publisher = verbs.add_parser("publish", help=publish.__doc__.splitlines()[0], description=publish.__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    publisher.add_argument("folder", metavar="DIR", help="the student edition's folder (a git repository)")
-    publisher.add_argument("--check", action="store_true", help="only report what is stale in DIR")
-    publisher.set_defaults(run=publish)
-    checker = verbs.add_parser("check", help=check.__doc__.splitlines()[0], description=check.__doc__,
-                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    checker = _verb(verbs, "check", check)
     checker.add_argument("notebook", help="a section notebook (.ipynb)")
     checker.add_argument("--json", action="store_true", help="print one JSON object")
     checker.add_argument("--timeout", type=int, default=defaults.timeout,
@@ -322,13 +314,29 @@ def main(argv=None):
     checker.add_argument("--no-server", action="store_true",
                          help="grade in this process, not in the warm check server (grader/check_server.py) "
                          "that keeps the libraries loaded between checks")
-    checker.set_defaults(run=check)
     server = verbs.add_parser("check-server", help="the warm server behind `check` (started by it, not by hand)")
     server.add_argument("key")
     server.add_argument("options", help="the check's options, as JSON")
     server.set_defaults(run=serve_checks)
-    args = parser.parse_args(argv)
-    return args.run(args)
+
+
+def _course_verbs(verbs):
+    """demo, sample-class, execute, release and publish."""
+    from grader.options import SAMPLE_CLASS
+    demoer = verbs.add_parser("demo", help=demo.__doc__)
+    demoer.add_argument("--workers", type=int, default=None, help="grading processes (default: all cores)")
+    demoer.add_argument("--timeout", type=int, default=SAMPLE_CLASS.timeout,
+                        help=f"seconds a cell may run (default {SAMPLE_CLASS.timeout})")
+    demoer.set_defaults(run=demo)
+    verbs.add_parser("sample-class", help="rebuild the sample class in grader/examples/ from the release "
+                     "and the catalogues").set_defaults(run=sample_class)
+    runner = verbs.add_parser("execute", help=execute.__doc__)
+    runner.add_argument("notebooks", nargs="+", help="paths of .ipynb files")
+    runner.set_defaults(run=execute)
+    _verb(verbs, "release", release).add_argument("--check", action="store_true", help="only report files out of sync")
+    publisher = _verb(verbs, "publish", publish)
+    publisher.add_argument("folder", metavar="DIR", help="the student edition's folder (a git repository)")
+    publisher.add_argument("--check", action="store_true", help="only report what is stale in DIR")
 
 
 if __name__ == "__main__":

@@ -140,30 +140,35 @@ def failed_in_notebook(cell):
                for o in cell.outputs)
 
 
+class _StopsASilentKernel:
+    """Mixed into nbclient's executor: a kernel that lets two requests in a row run past the time
+    limit, the interrupt after the first one included, has stopped answering (a submission can
+    break its own connection): it is shut down, and the notebook ends there, instead of every
+    later cell and check waiting out the limit in turn."""
+
+    timeouts_in_a_row = 0
+
+    async def async_wait_for_reply(self, msg_id, cell=None):
+        from jupyter_core.utils import ensure_async
+        from nbclient.exceptions import DeadKernelError
+        reply = await super().async_wait_for_reply(msg_id, cell)
+        self.timeouts_in_a_row = 0 if reply is not None else self.timeouts_in_a_row + 1
+        if self.timeouts_in_a_row >= 2:
+            await ensure_async(self.km.shutdown_kernel(now=True))
+            raise DeadKernelError("the kernel stopped answering")
+        return reply
+
+
 @functools.cache
 def _execute_preprocessor():
-    from jupyter_core.utils import ensure_async, run_sync
-    from nbclient.exceptions import DeadKernelError
+    from jupyter_core.utils import run_sync
     from nbgrader.preprocessors import Execute
     from traitlets import Unicode
 
-    class JudgedExecute(Execute):
+    class JudgedExecute(_StopsASilentKernel, Execute):
         """nbgrader's Execute, with each check cell's outputs replaced by the judge's verdict."""
 
         exchange = Unicode("", help="the folder for requests and answers, in view of the kernel").tag(config=True)
-        timeouts_in_a_row = 0
-
-        async def async_wait_for_reply(self, msg_id, cell=None):
-            """As nbclient waits, but a kernel that lets two requests in a row run past the time
-            limit, the interrupt after the first one included, has stopped answering (a submission
-            can break its own connection): it is shut down, and the notebook ends there, instead
-            of every later cell and check waiting out the limit in turn."""
-            reply = await super().async_wait_for_reply(msg_id, cell)
-            self.timeouts_in_a_row = 0 if reply is not None else self.timeouts_in_a_row + 1
-            if self.timeouts_in_a_row >= 2:
-                await ensure_async(self.km.shutdown_kernel(now=True))
-                raise DeadKernelError("the kernel stopped answering")
-            return reply
 
         def preprocess_cell(self, cell, resources, index):
             if is_parts_cell(cell):  # runs the course's parts; the feedback shows the student's cell

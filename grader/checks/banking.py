@@ -243,9 +243,20 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
            f"SinusoidEncoder({vocab_size}, {classes}) should be an nn.Module, got {type(model).__name__}")
     model.eval()  # no dropout: every comparison below is exact up to float rounding
     blind = TinyTransformer(vocab_size, classes=classes, positions=False)
-    d = blind.embed.embedding_dim
+    generator = torch.Generator().manual_seed(seed)  # one stream of draws, taken step by step in this order
+    _reads_long_tickets(model, vocab_size, classes, long, generator)
+    _trains_as_many_parameters(model, blind)
+    _adds_the_sinusoid(model, vocab_size, blind.embed.embedding_dim, generator, atol)
+    _sees_word_order(model, vocab_size, generator)
+    _ignores_extra_pads(model, vocab_size, generator)
+    _computes_as_tiny_transformer(model, blind, vocab_size, classes, seed)
+    expect_learns(model, final_ids(vocab_size, seed), what="SinusoidEncoder", frozen_allowed=True)
+    model.train()
+    passed()
 
-    generator = torch.Generator().manual_seed(seed)
+
+def _reads_long_tickets(model, vocab_size, classes, long, generator):
+    """Scores of shape (b, classes) for tickets of `long` tokens, more than a learned table holds."""
     ids = torch.randint(2, vocab_size, (3, long), generator=generator)
     ids[1, long - 50:] = PAD
     try:
@@ -261,6 +272,9 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
             "limit.") from error
     expect_shape(out, (3, classes), f"SinusoidEncoder's scores for ids of shape {tuple(ids.shape)}")
 
+
+def _trains_as_many_parameters(model, blind):
+    """As many trainable parameters as TinyTransformer without positions: the sinusoid trains nothing."""
     theirs, expected = _trainable(model), _trainable(blind)
     if theirs != expected:
         extra = theirs - expected
@@ -269,7 +283,9 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
             f"{expected:,}: {extra:+,}. Nothing in the sinusoid trains: compute it in forward or keep "
             "it with register_buffer, not as an nn.Parameter or an nn.Embedding (a learned table).")
 
-    # The input of the first block = token embeddings + the sinusoid, at every real position.
+
+def _adds_the_sinusoid(model, vocab_size, d, generator, atol):
+    """The input of the first block is the token embeddings plus the sinusoid, at every real position."""
     s = 60
     ids = torch.randint(2, vocab_size, (2, s), generator=generator)
     ids[1, 41:] = PAD
@@ -287,7 +303,9 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
                 f"sin/cos(p / 10000^(2i/d)) by up to {gap:.3g}: even columns sin, odd columns cos of "
                 "the same angle, added unscaled to the embeddings.")
 
-    # Order: a query and its tokens shuffled give different scores (not so without positions).
+
+def _sees_word_order(model, vocab_size, generator):
+    """A query and its tokens shuffled get different scores (not so without positions)."""
     n = min(10, vocab_size - 2)
     query = torch.randperm(vocab_size - 2, generator=generator)[:n].unsqueeze(0) + 2
     mixed = query[:, torch.randperm(n, generator=generator)]
@@ -297,7 +315,9 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
            "the model does not see word order. Add the sinusoid to the token embeddings before the "
            "blocks; added after them, the mean over the tokens turns it into a constant.")
 
-    # Padding: more pad columns change nothing.
+
+def _ignores_extra_pads(model, vocab_size, generator):
+    """More pad columns change no score."""
     ids = torch.randint(2, vocab_size, (4, 20), generator=generator)
     for row, n in enumerate((20, 13, 5, 1)):
         ids[row, n:] = PAD
@@ -307,7 +327,10 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
                  hint="Extra padding must change nothing: pass src_key_padding_mask=(ids == PAD) to the "
                       "blocks and average the real tokens only, as TinyTransformer does.")
 
-    # The whole model, holding the check's fixed weights, against the scores it should give.
+
+def _computes_as_tiny_transformer(model, blind, vocab_size, classes, seed):
+    """The whole model, holding the check's fixed weights, gives the scores it should, on the
+    check's tickets and on tickets drawn as the check runs."""
     mapping = _tiny_parameters(model, blind)
     expect(mapping is not None,
            "could not match SinusoidEncoder's parameters with TinyTransformer's (embed, blocks, "
@@ -331,9 +354,6 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
     expect_close(_scores(model, ids, "SinusoidEncoder"), want, f"SinusoidEncoder's output on new tickets, of "
                  f"shape {tuple(ids.shape)},", hint="It is right on the check's own tickets: does it depend on "
                  "more than the ids and its weights?")
-    expect_learns(model, final_ids(vocab_size, seed), what="SinusoidEncoder", frozen_allowed=True)
-    model.train()
-    passed()
 
 
 FRESH_LONGEST = 90  # the longest new tickets the check draws; the sinusoid is recorded this long

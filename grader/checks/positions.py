@@ -99,6 +99,24 @@ def check_learned_positions(LearnedPositions, max_len=120, d_model=64, batch=3, 
     same for every row, exactly max_len tokens accepted, more refused naming the limit and the
     length, and order made visible to attention + mean pooling."""
     module = call(LearnedPositions, max_len, d_model)
+    table = _learned_table(module, max_len, d_model)
+    generator = torch.Generator().manual_seed(seed)  # one stream of draws, taken step by step in this order
+    with torch.no_grad():
+        table.copy_(torch.randn(max_len, d_model, generator=generator))
+    rows = table.detach().clone()
+    for s in (*lengths, max_len):
+        _adds_row_p_at_position_p(module, rows, batch, s, d_model, max_len, generator)
+    expect_learns(module, torch.randn(batch, max_len, d_model, generator=generator),
+                  what=f"LearnedPositions({max_len}, {d_model})")
+    if max_len >= 6:
+        _order_is_visible(module, d_model, seed)
+    for s in (max_len + 1, max_len + 9):
+        _refuses_past_the_table(module, s, d_model, max_len, generator)
+    passed()
+
+
+def _learned_table(module, max_len, d_model):
+    """The module's one trainable (max_len, d_model) table, its only parameters."""
     expect(isinstance(module, nn.Module),
            f"LearnedPositions({max_len}, {d_model}) should be an nn.Module (class LearnedPositions"
            f"(nn.Module) with super().__init__()), got {type(module).__name__}")
@@ -112,70 +130,65 @@ def check_learned_positions(LearnedPositions, max_len=120, d_model=64, batch=3, 
            "else (no bias, no Linear).")
     table = _find_table(module, max_len, d_model)
     expect(table.requires_grad, "the position table should be trainable (requires_grad=True)")
+    return table
 
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        table.copy_(torch.randn(max_len, d_model, generator=generator))
-    rows = table.detach().clone()
 
-    for s in (*lengths, max_len):
-        h = torch.randn(batch, s, d_model, generator=generator)
-        original = h.clone()
-        out = _forward(module, h, max_len)
-        expect(torch.equal(h, original),
-               "LearnedPositions changed its input h in place (h += ... or h.add_): return "
-               "h + positions as a new tensor, the caller still needs h.")
-        expected = original + rows[:s]
-        if isinstance(out, torch.Tensor) and tuple(out.shape) == (s, d_model) and batch != s:
-            raise AssertionError(
-                f"the output has shape {(s, d_model)}, the position vectors alone; expected "
-                f"{(batch, s, d_model)}: add them to h, return h + positions.")
-        expect_shape(out, (batch, s, d_model), f"LearnedPositions on h of shape {tuple(h.shape)}")
-        out = out.detach()
-        if torch.allclose(out, original, **TOLERANCE["copied"]):
-            raise AssertionError("the output is h unchanged: the position vectors were never added.")
-        if torch.allclose(out, rows[:s].expand_as(out), **TOLERANCE["copied"]):
-            raise AssertionError("the output is the position vectors alone, without the tokens: "
-                                 "add them to h, return h + positions.")
-        added = out - original
-        expect(torch.allclose(added, added[:1].expand_as(added), **TOLERANCE["float32"]),
-               f"the vector added at a position differs between the rows of the batch: every row "
-               f"gets the same vectors, those of positions 0..{s - 1}. Did you index the table by "
-               "the row of the batch (torch.arange(h.shape[0])) instead of the position?")
-        expect_close(out, expected, f"LearnedPositions on h of shape {tuple(h.shape)}",
-                     hint="Position p should get row p of the table, for p from 0 to s - 1.")
-    expect_learns(module, torch.randn(batch, max_len, d_model, generator=generator),
-                  what=f"LearnedPositions({max_len}, {d_model})")
+def _adds_row_p_at_position_p(module, rows, batch, s, d_model, max_len, generator):
+    """On tokens h of length s: h + row p of the table at position p, the same for every row of
+    the batch, h itself untouched."""
+    h = torch.randn(batch, s, d_model, generator=generator)
+    original = h.clone()
+    out = _forward(module, h, max_len)
+    expect(torch.equal(h, original),
+           "LearnedPositions changed its input h in place (h += ... or h.add_): return "
+           "h + positions as a new tensor, the caller still needs h.")
+    expected = original + rows[:s]
+    if isinstance(out, torch.Tensor) and tuple(out.shape) == (s, d_model) and batch != s:
+        raise AssertionError(
+            f"the output has shape {(s, d_model)}, the position vectors alone; expected "
+            f"{(batch, s, d_model)}: add them to h, return h + positions.")
+    expect_shape(out, (batch, s, d_model), f"LearnedPositions on h of shape {tuple(h.shape)}")
+    out = out.detach()
+    if torch.allclose(out, original, **TOLERANCE["copied"]):
+        raise AssertionError("the output is h unchanged: the position vectors were never added.")
+    if torch.allclose(out, rows[:s].expand_as(out), **TOLERANCE["copied"]):
+        raise AssertionError("the output is the position vectors alone, without the tokens: "
+                             "add them to h, return h + positions.")
+    added = out - original
+    expect(torch.allclose(added, added[:1].expand_as(added), **TOLERANCE["float32"]),
+           f"the vector added at a position differs between the rows of the batch: every row "
+           f"gets the same vectors, those of positions 0..{s - 1}. Did you index the table by "
+           "the row of the batch (torch.arange(h.shape[0])) instead of the position?")
+    expect_close(out, expected, f"LearnedPositions on h of shape {tuple(h.shape)}",
+                 hint="Position p should get row p of the table, for p from 0 to s - 1.")
 
-    if max_len >= 6:
-        _order_is_visible(module, d_model, seed)
 
-    for s in (max_len + 1, max_len + 9):
-        h = torch.randn(1, s, d_model, generator=generator)
-        try:
-            module(h)
-        except NotImplementedError:
-            raise AssertionError("LearnedPositions.forward is not written yet.") from None
-        except (ValueError, IndexError) as error:
-            message = str(error)
-            missing = [what for what, number in ((f"the limit ({max_len} positions)", max_len),
-                                                 (f"the length asked for ({s})", s))
-                       if not _names_number(message, number)]
-            expect(not missing,
-                   f"a sequence of {s} tokens raised {type(error).__name__}: {message!r}, which does "
-                   f"not name {' nor '.join(missing)}. Check the length before the lookup and raise "
-                   "ValueError(f\"cannot read {s} tokens, the position table has {max_len}\") with "
-                   "both numbers.")
-            continue
-        except Exception as error:  # noqa: BLE001
-            raise AssertionError(
-                f"a sequence of {s} tokens, longer than the table of {max_len}, raised "
-                f"{type(error).__name__} ({error}); check the length yourself and raise a ValueError "
-                "whose message names the limit and the length.") from error
-        raise AssertionError(f"a sequence of {s} tokens, longer than the table of {max_len} rows, "
-                             "raised no error: it has no position vectors past the table; raise a "
-                             "ValueError that names the limit and the length.")
-    passed()
+def _refuses_past_the_table(module, s, d_model, max_len, generator):
+    """s tokens, more than the table holds: a ValueError (or IndexError) naming the limit and s."""
+    h = torch.randn(1, s, d_model, generator=generator)
+    try:
+        module(h)
+    except NotImplementedError:
+        raise AssertionError("LearnedPositions.forward is not written yet.") from None
+    except (ValueError, IndexError) as error:
+        message = str(error)
+        missing = [what for what, number in ((f"the limit ({max_len} positions)", max_len),
+                                             (f"the length asked for ({s})", s))
+                   if not _names_number(message, number)]
+        expect(not missing,
+               f"a sequence of {s} tokens raised {type(error).__name__}: {message!r}, which does "
+               f"not name {' nor '.join(missing)}. Check the length before the lookup and raise "
+               "ValueError(f\"cannot read {s} tokens, the position table has {max_len}\") with "
+               "both numbers.")
+        return
+    except Exception as error:  # noqa: BLE001
+        raise AssertionError(
+            f"a sequence of {s} tokens, longer than the table of {max_len}, raised "
+            f"{type(error).__name__} ({error}); check the length yourself and raise a ValueError "
+            "whose message names the limit and the length.") from error
+    raise AssertionError(f"a sequence of {s} tokens, longer than the table of {max_len} rows, "
+                         "raised no error: it has no position vectors past the table; raise a "
+                         "ValueError that names the limit and the length.")
 
 
 # ---------------------------------------------------------------------------------------------

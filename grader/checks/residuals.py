@@ -409,8 +409,18 @@ def _set_alphas(alphas, values):
 def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
     what = f"ReZeroStack({d_model}, {depth})"
     module = _build(ReZeroStack, d_model, depth, what=what)
+    linears, alphas = _rezero_parts(module, what, d_model, depth)
+    _starts_switched_off(alphas, what, depth)
+    h = _returns_its_input(module, linears, what, d_model, depth, seed)
+    values = _scales_each_block(module, alphas, h, what, d_model, depth, seed)
+    expect_biases_pass_through(module, linears, what, alphas=values)
+    expect_learns(module, h, what=what)
+    passed()
 
-    # Parameters: depth Linear(d_model, d_model) and one alpha per block.
+
+def _rezero_parts(module, what, d_model, depth):
+    """The stack's Linear layers and alphas, after its parameters are counted: depth
+    Linear(d_model, d_model) and one alpha per block."""
     per_block = d_model * d_model + d_model
     expected = depth * per_block + depth
     n = sum(p.numel() for p in module.parameters())
@@ -435,9 +445,11 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
     expect(len(linears) == depth and all((m.in_features, m.out_features) == (d_model, d_model) for m in linears),
            f"{what} should hold {depth} nn.Linear({d_model}, {d_model}) layers, one per block; found "
            f"{[(m.in_features, m.out_features) for m in linears]}.")
-    alphas = _alphas(module, linears, what, depth)
+    return linears, _alphas(module, linears, what, depth)
 
-    # At the start every alpha is 0.
+
+def _starts_switched_off(alphas, what, depth):
+    """At the start every alpha is 0."""
     start = torch.cat([p.detach().reshape(-1) for p in alphas])
     if not torch.equal(start, torch.zeros_like(start)):
         shown = ", ".join(f"{a:.3g}" for a in start[:4].tolist()) + (", ..." if depth > 4 else "")
@@ -446,7 +458,10 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
             "(torch.zeros), so that each block starts switched off and the stack starts as the identity."
             + (" With ones, the stack starts as a plain residual stack." if torch.equal(start, torch.ones_like(start)) else ""))
 
-    # As built, the stack must return its input.
+
+def _returns_its_input(module, linears, what, d_model, depth, seed):
+    """As built (every alpha 0, the check's weights in the Linear layers), the stack returns its
+    input; returns that input."""
     load_fixed_weights(linears, seed)
     h = seeded_tokens(2, 10, d_model, seed)
     out = _forward(module, h)
@@ -467,8 +482,11 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
         expect_close(out, h, f"{what} as built (every alpha 0)", tolerance="unchanged",
                      hint="With every alpha at 0, each block adds nothing and the stack must return its "
                           "input unchanged.")
+    return h
 
-    # With distinct alphas, each block's change is scaled by its own alpha.
+
+def _scales_each_block(module, alphas, h, what, d_model, depth, seed):
+    """With distinct alphas, each block's change is scaled by its own alpha; returns the alphas."""
     values = rezero_alphas(depth)
     _set_alphas(alphas, values)
     out = _forward(module, h)
@@ -500,8 +518,6 @@ def check_rezero_stack(ReZeroStack, d_model=64, depth=12, seed=0):
     shown = ", ".join(f"{a:.2f}" for a in values[:3].tolist())
     if not diagnose(out.double(), exact, guesses, what, tolerance=tolerance):
         expect_close(out.double(), exact, f"{what}'s output with its alphas set to [{shown}, ...]", tolerance=tolerance,
-                 hint="Expected, for block i in order: h = h + alpha[i] * linear_i(attention(h, h, h)[0]), "
-                      "with your Linear layers (holding the check's weights) and alphas.")
-    expect_biases_pass_through(module, linears, what, alphas=values)
-    expect_learns(module, h, what=what)
-    passed()
+                     hint="Expected, for block i in order: h = h + alpha[i] * linear_i(attention(h, h, h)[0]), "
+                          "with your Linear layers (holding the check's weights) and alphas.")
+    return values

@@ -127,7 +127,16 @@ def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
            "style_accuracy changed the predictions it was given; read them, build a new table")
     want = references.expected("tiny", "style_table", case, seed)
     styles = [s for s in want if s != "all"]
+    _style_table_layout(table, styles)
+    _style_table_counts(table, want, styles)
+    _style_table_accuracies(table, want, styles, given, as_tensor)
+    _style_table_all_row(table, want, styles)
+    _style_accuracy_on_new_rows(style_accuracy, as_tensor)
+    passed()
 
+
+def _style_table_layout(table, styles):
+    """A DataFrame with the columns accuracy and tickets, a row per style, sorted, then `all`."""
     expect(isinstance(table, pd.DataFrame),
            f"style_accuracy should return a pandas DataFrame, got {type(table).__name__}")
     missing = [c for c in ("accuracy", "tickets") if c not in table.columns]
@@ -145,8 +154,10 @@ def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
            f"the styles are not sorted: expected {styles + ['all']}, got {index} (the order the "
            f"styles first appear in?). Sort the index, then add 'all'.{_show(table)}")
 
-    accuracy = table["accuracy"]
-    tickets = table["tickets"]
+
+def _style_table_counts(table, want, styles):
+    """Accuracies that are fractions, and each style's count of tickets."""
+    accuracy, tickets = table["accuracy"], table["tickets"]
     values = [float(a) for a in accuracy]
     expect(all(0 <= a <= 1 for a in values),
            f"accuracy should be a fraction in [0, 1], got {values} (percentages? divide by 100, or "
@@ -157,7 +168,6 @@ def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
            and all(float(n).is_integer() for n in tickets),
            f"tickets should be counts of tickets, whole numbers; got {tickets.tolist()} (dtype "
            f"{tickets.dtype}): count with len(...) or .size().{_show(table)}")
-    overall = want["all"][0]
     for style in styles:
         a, n, r = want[style]
         got_n = int(tickets.loc[style])
@@ -168,6 +178,11 @@ def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
                     "style)." if got_n == want["all"][1] else "")
             raise AssertionError(f"style {style!r} has {n} tickets, the table says {got_n}.{hint}"
                                  f"{_show(table)}")
+
+
+def _style_table_accuracies(table, want, styles, given, as_tensor):
+    """Each style's accuracy, counted on its own tickets."""
+    accuracy, overall = table["accuracy"], want["all"][0]
     for style in styles:
         a, n, r = want[style]
         got = float(accuracy.loc[style])
@@ -184,8 +199,12 @@ def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
             raise AssertionError(f"style {style!r}: {r} of its {n} tickets are right, so its accuracy "
                                  f"is {a:.4f}, the table says {got:.4f} (predicted given as {given})."
                                  f"{hint}{_show(table)}")
+
+
+def _style_table_all_row(table, want, styles):
+    """The `all` row: every ticket, and the accuracy over them all (not the mean of the styles')."""
     a, n, r = want["all"]
-    got, got_n = float(accuracy.loc["all"]), int(tickets.loc["all"])
+    got, got_n = float(table["accuracy"].loc["all"]), int(table["tickets"].loc["all"])
     expect(got_n == n, f"the `all` row should count every ticket, {n}; it says {got_n}.{_show(table)}")
     if not _same(got, a):
         mean = sum(want[s][0] for s in styles) / len(styles)
@@ -193,6 +212,10 @@ def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
                 "right / tickets over every ticket." if _same(got, mean) else "")
         raise AssertionError(f"the `all` row: {r} of {n} tickets are right, accuracy {a:.4f}; the "
                              f"table says {got:.4f}.{hint}{_show(table)}")
+
+
+def _style_accuracy_on_new_rows(style_accuracy, as_tensor):
+    """The same table, counted here, for rows drawn as the check runs."""
     rows, names = named_case("random", int(torch.randint(2**31, (), generator=fresh_generator())))
     predicted = torch.tensor([TEAMS.index(t) for t in names]) if as_tensor else list(names)
     table = call(style_accuracy, rows, predicted)
@@ -203,7 +226,6 @@ def style_accuracy(style_accuracy, case="visible", as_tensor=False, seed=0):
                for style, (r, n) in counted.items()),
            f"style_accuracy is right on the check's own tickets but not on {len(rows)} new ones: does it "
            f"depend on more than the rows and the predictions?{_show(table)}")
-    passed()
 
 
 # ---------------------------------------------------------------------------------------------
