@@ -127,7 +127,6 @@ def autograde(inputs, out, options=GradingOptions(), workers=None, pattern=DEFAU
 
     Returns the results of every submission, old and new.
     """
-    from tqdm.auto import tqdm
     from grader.sandbox import check_available
     if options.sandboxed and not scheduler:
         check_available()  # before anything is written: raises sandbox.Unavailable, saying why
@@ -146,17 +145,7 @@ def autograde(inputs, out, options=GradingOptions(), workers=None, pattern=DEFAU
     for key in [k for k, r in results.items() if r.get("held")]:
         del results[key]  # held in a run before: this run's files decide again
     results.update(held)
-    todo = []
-    for submission in submissions:
-        key = f"{submission.student}/{submission.path.name}"
-        if key in held:
-            continue
-        digest = _sha256(submission.path)
-        previous = results.get(key)
-        if (previous and previous.get("sha256") == digest and not previous.get("grader_failure")
-                and previous.get("version") == versions.get(previous.get("section"))):
-            continue
-        todo.append((key, submission, digest))
+    todo = to_grade(submissions, held, results, versions)
     echo(f"{len(submissions)} submissions, {len(submissions) - len(todo) - len(held)} already graded, "
          f"{len(todo)} to grade" + (f", {len(held)} held: a student's second notebook of a section" if held else ""))
     workers = min(workers or os.cpu_count() or 1, len(todo))
@@ -172,24 +161,51 @@ def autograde(inputs, out, options=GradingOptions(), workers=None, pattern=DEFAU
                 def new_pool():
                     return ProcessPoolExecutor(workers, initializer=worker.start, initargs=start)
                 graded = schedule.longest_first(new_pool, todo, workers)
-            journal = _journal(store)
-            try:
-                with tqdm(total=len(todo), unit="notebook", desc="grading") as bar, journal.open("a") as lines:
-                    for (key, submission, digest), result in graded:
-                        result["section"] = result["section"] or submission.section  # a failed one's too
-                        _write_feedback(out, result)
-                        gradebook.record(out, result)
-                        result.update(sha256=digest, version=versions.get(result.get("section")))
-                        results[key] = result
-                        lines.write(json.dumps([key, result]) + "\n")
-                        lines.flush()  # after each one: an interrupted run loses nothing
-                        bar.write(_line(result))
-                        bar.update(1)
-            finally:
-                _save(store, results)
-                journal.unlink()
+            write_as_graded(graded, len(todo), out, store, results, versions)
     write_tables(out, results)
     return results
+
+
+def write_as_graded(graded, count, out, store, results, versions):
+    """Write each of the `count` results of `graded` ((item, result) as each notebook finishes) as
+    it comes: its feedback page, the class's gradebook, `results` and the journal beside `store`,
+    a line on the progress bar; then `store` whole."""
+    from tqdm.auto import tqdm
+    from grader import gradebook
+    journal = _journal(store)
+    try:
+        with tqdm(total=count, unit="notebook", desc="grading") as bar, journal.open("a") as lines:
+            for (key, submission, digest), result in graded:
+                result["section"] = result["section"] or submission.section  # a failed one's too
+                _write_feedback(out, result)
+                gradebook.record(out, result)
+                result.update(sha256=digest, version=versions.get(result.get("section")))
+                results[key] = result
+                lines.write(json.dumps([key, result]) + "\n")
+                lines.flush()  # after each one: an interrupted run loses nothing
+                bar.write(_line(result))
+                bar.update(1)
+    finally:
+        _save(store, results)
+        journal.unlink()
+
+
+def to_grade(submissions, held, results, versions):
+    """[(key, submission, its SHA-256)] of the submissions not held that have no result yet of
+    the same bytes graded under their section's fingerprint (`versions`), or whose result is a
+    grader failure."""
+    todo = []
+    for submission in submissions:
+        key = f"{submission.student}/{submission.path.name}"
+        if key in held:
+            continue
+        digest = _sha256(submission.path)
+        previous = results.get(key)
+        if (previous and previous.get("sha256") == digest and not previous.get("grader_failure")
+                and previous.get("version") == versions.get(previous.get("section"))):
+            continue
+        todo.append((key, submission, digest))
+    return todo
 
 
 def write_tables(out, results):

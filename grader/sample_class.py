@@ -83,6 +83,26 @@ def catalogue_variant(section, kind, k, tasks=None):
 def _submission(section, student):
     """The notebook `student` hands in for `section`, and their expected score per task (None for
     a file that cannot be graded)."""
+    notebook, answers, names, full = _answered(section, student)
+    if student in ("gus", "hal", "ivy", "jon", "kim", "lea"):
+        full = _broken(student, notebook, answers, names, full)
+    if student == "ned":
+        other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# My holiday photos"),
+                                                nbformat.v4.new_code_cell("print('not homework')")])
+        for number, cell in enumerate(other.cells):
+            cell.id = f"holiday-{number}"  # fixed ids, so the class rebuilds byte for byte
+        return nbformat.writes(other), None
+    if student == "max":
+        return "", None
+    text = nbformat.writes(notebook)
+    if student == "fay":
+        return text[:len(text) // 2], None
+    return text, full
+
+
+def _answered(section, student):
+    """The release notebook with `student`'s answers written in: (notebook, its answer cells,
+    their task names, task name -> whether it should get full marks)."""
     notebook = nbformat.read(release_notebook(section), as_version=4)
     solutions = _solutions(section)
     answers = _answer_cells(notebook)
@@ -107,6 +127,12 @@ def _submission(section, student):
             if nbgrader_info(cell)["grade_id"] in done:
                 cell.source = solutions[nbgrader_info(cell)["grade_id"]]
         full = {name: name in done for name in names}
+    return notebook, answers, names, full
+
+
+def _broken(student, notebook, answers, names, full):
+    """What `student` does to the notebook besides answering (an endless loop, a forged check,
+    deleted metadata, a kernel that dies, a flood of output); returns the tasks' full marks."""
     if student == "gus":
         # the last task: no other task builds on it, so only it is lost
         answers[-1].source = "while True:  # waiting for something that never comes\n    pass\n\n" + answers[-1].source
@@ -131,18 +157,7 @@ def _submission(section, student):
         answers[0].source = "for line in range(200_000):\n    print('all work and no play', line)\n\n" + answers[0].source
         answers[-1].source = "memory_hog = bytearray(64 * 1024**3)\n\n" + answers[-1].source
         full[names[-1]] = False
-    if student == "ned":
-        other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# My holiday photos"),
-                                                nbformat.v4.new_code_cell("print('not homework')")])
-        for number, cell in enumerate(other.cells):
-            cell.id = f"holiday-{number}"  # fixed ids, so the class rebuilds byte for byte
-        return nbformat.writes(other), None
-    if student == "max":
-        return "", None
-    text = nbformat.writes(notebook)
-    if student == "fay":
-        return text[:len(text) // 2], None
-    return text, full
+    return full
 
 
 def build(examples=EXAMPLES):

@@ -54,6 +54,7 @@ class Kernel:
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
     k = Kernel(tmp_path_factory.mktemp("kernel"))
+    assert k.execute("import torch\nfrom torch import nn") is None  # what every test's code uses, whichever runs first
     yield k
     k.close()
 

@@ -63,6 +63,25 @@ def check_shuffle_tokens(shuffle_tokens, lengths=(9, 6, 12, 3, 7, 12, 5, 10), s=
     ids = _batch(lengths, s, seed)
     original = ids.clone()
     out = _shuffle(shuffle_tokens, ids, seed)
+    _same_tokens_and_pads(out, ids, original, lengths)
+    again = _shuffle(shuffle_tokens, original.clone(), seed, salt=1)
+    expect(torch.equal(again, out),
+           "shuffle_tokens gave two different results for two generators seeded alike: the order "
+           "does not come from `generator` (the global random state drew it). Pass `generator` to "
+           "the draw.")
+    long_rows = [row for row, n in enumerate(lengths) if n >= 3]
+    moved = sum(not same for row, same in enumerate(_same_rows(out, original)) if row in long_rows)
+    expect(moved * 2 > len(long_rows),
+           f"only {moved} of the {len(long_rows)} rows with three or more tokens changed order; a "
+           "random permutation of each row's real tokens should move most of them.")
+    others = [_shuffle(shuffle_tokens, original.clone(), seed + k, salt=2) for k in (1, 2, 3)]
+    _orders_drawn_per_row(out, others, original, lengths)
+    passed()
+
+
+def _same_tokens_and_pads(out, ids, original, lengths):
+    """A new LongTensor of the same shape: per row the same tokens, pads where they were, the
+    input untouched, and some token moved."""
     expect(torch.equal(ids, original),
            "shuffle_tokens modified its input in place: the caller's ids changed. Work on a copy "
            "(out = ids.clone()) and return the copy; the original queries are still needed.")
@@ -89,22 +108,14 @@ def check_shuffle_tokens(shuffle_tokens, lengths=(9, 6, 12, 3, 7, 12, 5, 10), s=
     expect(not torch.equal(out, original),
            "shuffle_tokens returned the queries unchanged: no token moved. Is the reordered row "
            "written into the tensor you return?")
-    again = _shuffle(shuffle_tokens, original.clone(), seed, salt=1)
-    expect(torch.equal(again, out),
-           "shuffle_tokens gave two different results for two generators seeded alike: the order "
-           "does not come from `generator` (the global random state drew it). Pass `generator` to "
-           "the draw.")
 
-    long_rows = [row for row, n in enumerate(lengths) if n >= 3]
-    moved = sum(not same for row, same in enumerate(_same_rows(out, original)) if row in long_rows)
-    expect(moved * 2 > len(long_rows),
-           f"only {moved} of the {len(long_rows)} rows with three or more tokens changed order; a "
-           "random permutation of each row's real tokens should move most of them.")
 
+def _orders_drawn_per_row(out, others, original, lengths):
+    """`out` and `others` (three other seeds): not one fixed order (a reversal), not the same for
+    every seed, and each row shuffled over its own length."""
     reversed_rows = original.clone()
     for row, n in enumerate(lengths):
         reversed_rows[row, :n] = original[row, :n].flip(0)
-    others = [_shuffle(shuffle_tokens, original.clone(), seed + k, salt=2) for k in (1, 2, 3)]
     if all(torch.equal(o, reversed_rows) for o in (out, *others)):
         raise AssertionError(
             "shuffle_tokens reverses every query, whatever the seed. A reversal is one fixed order: "
@@ -123,7 +134,6 @@ def check_shuffle_tokens(shuffle_tokens, lengths=(9, 6, 12, 3, 7, 12, 5, 10), s=
            f"the last real tokens of the longer rows never move (rows {stuck}, over four seeds): only "
            "the first few positions are shuffled. Shuffle every row over its own length n = its "
            "number of real tokens, not the shortest row's length for all.")
-    passed()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -301,75 +301,86 @@ def block(Block, d_model=64, heads=4, d_ff=256, batch=5, seq=9, seed=0):
     results = references.expected("block", "block_outputs", d_model, heads, d_ff, batch, seq, seed)
     forward = _named(model, "block")
     x, pad = inputs(batch, seq, d_model, seed, every_row_padded=True)
-    others = torch.Generator().manual_seed(seed + 2)
-
+    others = torch.Generator().manual_seed(seed + 2)  # the neighbours' numbers, drawn in this order
     with torch.no_grad():
         _parts_work(model, x, pad, results)
-
-        # 1. Shape, default pad=None, and the input left alone.
-        kept = x.clone()
-        try:
-            out = call(forward, x)
-        except AssertionError as error:
-            if "NoneType" not in str(error):
-                raise
-            raise AssertionError(f"{error}. block(h) without pad must work too: pad=None means no "
-                                 "padding, so pass mask=None on to attn") from None
-        expect_shape(out, (batch, seq, d_model), "block(h) for h of shape (batch, seq, d_model)")
-        expect(torch.equal(x, kept), "block(h) changed its input tensor h in place (`h += ...` "
-               "on the caller's tensor); write h = h + ... so that a new tensor is made")
-
-        # 2. A ticket's output does not depend on its neighbours.
-        changed = x.clone()
-        changed[1:] = torch.randn(changed[1:].shape, generator=others)
-        alone = call(forward, changed)
-        expect(torch.allclose(out[0], alone[0], **TOLERANCE["float32"]),
-               "ticket 0's output changed when only the OTHER tickets of its batch changed: the "
-               "tickets of one batch are mixed. Does forward transpose h, or average over dim 0?")
-
-        # 3. Equal to PyTorch's layer, with the padding mask, at every real position.
-        out = call(forward, x, pad)
-        expect_shape(out, (batch, seq, d_model), "block(h, pad)")
-        expect(torch.isfinite(out[~pad]).all(), "block(h, pad) returned NaN or inf at real "
-               "positions: is the mask inverted, or were the weights changed?")
-        want = results["right"]
-        if not close_at_real(out, want, pad):
-            hint = _diagnose(results["mistakes"], out, pad)
-            raise AssertionError(
-                f"block(h, pad) differs from nn.TransformerEncoderLayer(norm_first=True, "
-                f"batch_first=True, dropout=0) holding your block's weights by up to "
-                f"{_gap_at_real(out, want, pad):.3g} at the real positions. "
-                + (f"Your numbers are what you get when {hint}." if hint else
-                   "Pre-norm runs attention on norm1(h) with the padding mask and adds the result "
-                   "to h, then the feed-forward network on norm2(h), added to h again."))
-
-        # 4. Tickets without padding, tickets of two real tokens, and neighbours with other pads.
-        x2, pad2 = inputs(batch, seq, d_model, seed, every_row_padded=False)
-        out2 = call(forward, x2, pad2)
-        expect(torch.isfinite(out2[~pad2]).all(),
-               "block(h, pad) returned NaN for a ticket without any padding: every key of that "
-               "ticket was masked. The mask must be True at the pads (pad), not ~pad.")
-        want2 = results["right, unpadded tickets"]
-        expect(close_at_real(out2, want2, pad2),
-               f"block(h, pad) differs from the reference by up to {_gap_at_real(out2, want2, pad2):.3g} "
-               "on a batch with unpadded tickets")
-        mixed, mixed_pad = x2.clone(), pad2.clone()
-        mixed[1:] = torch.randn(mixed[1:].shape, generator=others)
-        mixed_pad[1:] = mixed_pad[1:].flip(0)
-        moved = call(forward, mixed, mixed_pad)
-        real0 = ~pad2[0]
-        expect(torch.allclose(out2[0][real0], moved[0][real0], **TOLERANCE["float32"]),
-               "ticket 0's output changed when only the other tickets (and their padding) changed: "
-               "the tickets of one batch are mixed. Check the mask's shape: (batch, 1, 1, seq), "
-               "one row of keys per ticket.")
-
-        # 5. Without a mask, equal to the reference without a mask.
+        out = _keeps_shape_and_input(forward, x)
+        _keeps_tickets_apart(forward, x, out, others)
+        _computes_as_pytorch(forward, x, pad, results)
+        _reads_real_tokens_only(forward, results, x.shape, seed, others)
         expect(close_at_real(call(forward, x), results["right, no mask"], None),
                "block(h) without pad differs from the reference without src_key_padding_mask: "
                "pad=None should mean that no key is masked")
         expect_branches_add(forward, model, "block(h, pad)")
     expect_learns(model, x, pad, what=f"Block({d_model}, {heads}, {d_ff})")
     passed()
+
+
+def _keeps_shape_and_input(forward, x):
+    """block(h): the shape of h, pad=None by default, and h left as it was; returns the output."""
+    kept = x.clone()
+    try:
+        out = call(forward, x)
+    except AssertionError as error:
+        if "NoneType" not in str(error):
+            raise
+        raise AssertionError(f"{error}. block(h) without pad must work too: pad=None means no "
+                             "padding, so pass mask=None on to attn") from None
+    expect_shape(out, x.shape, "block(h) for h of shape (batch, seq, d_model)")
+    expect(torch.equal(x, kept), "block(h) changed its input tensor h in place (`h += ...` "
+           "on the caller's tensor); write h = h + ... so that a new tensor is made")
+    return out
+
+
+def _keeps_tickets_apart(forward, x, out, others):
+    """A ticket's output does not depend on its neighbours in the batch."""
+    changed = x.clone()
+    changed[1:] = torch.randn(changed[1:].shape, generator=others)
+    alone = call(forward, changed)
+    expect(torch.allclose(out[0], alone[0], **TOLERANCE["float32"]),
+           "ticket 0's output changed when only the OTHER tickets of its batch changed: the "
+           "tickets of one batch are mixed. Does forward transpose h, or average over dim 0?")
+
+
+def _computes_as_pytorch(forward, x, pad, results):
+    """Equal to PyTorch's layer with the padding mask at every real position (a known mistake named)."""
+    out = call(forward, x, pad)
+    expect_shape(out, x.shape, "block(h, pad)")
+    expect(torch.isfinite(out[~pad]).all(), "block(h, pad) returned NaN or inf at real "
+           "positions: is the mask inverted, or were the weights changed?")
+    want = results["right"]
+    if not close_at_real(out, want, pad):
+        hint = _diagnose(results["mistakes"], out, pad)
+        raise AssertionError(
+            f"block(h, pad) differs from nn.TransformerEncoderLayer(norm_first=True, "
+            f"batch_first=True, dropout=0) holding your block's weights by up to "
+            f"{_gap_at_real(out, want, pad):.3g} at the real positions. "
+            + (f"Your numbers are what you get when {hint}." if hint else
+               "Pre-norm runs attention on norm1(h) with the padding mask and adds the result "
+               "to h, then the feed-forward network on norm2(h), added to h again."))
+
+
+def _reads_real_tokens_only(forward, results, shape, seed, others):
+    """Tickets without padding, tickets of two real tokens, and neighbours with other pads."""
+    batch, seq, d_model = shape
+    x2, pad2 = inputs(batch, seq, d_model, seed, every_row_padded=False)
+    out2 = call(forward, x2, pad2)
+    expect(torch.isfinite(out2[~pad2]).all(),
+           "block(h, pad) returned NaN for a ticket without any padding: every key of that "
+           "ticket was masked. The mask must be True at the pads (pad), not ~pad.")
+    want2 = results["right, unpadded tickets"]
+    expect(close_at_real(out2, want2, pad2),
+           f"block(h, pad) differs from the reference by up to {_gap_at_real(out2, want2, pad2):.3g} "
+           "on a batch with unpadded tickets")
+    mixed, mixed_pad = x2.clone(), pad2.clone()
+    mixed[1:] = torch.randn(mixed[1:].shape, generator=others)
+    mixed_pad[1:] = mixed_pad[1:].flip(0)
+    moved = call(forward, mixed, mixed_pad)
+    real0 = ~pad2[0]
+    expect(torch.allclose(out2[0][real0], moved[0][real0], **TOLERANCE["float32"]),
+           "ticket 0's output changed when only the other tickets (and their padding) changed: "
+           "the tickets of one batch are mixed. Check the mask's shape: (batch, 1, 1, seq), "
+           "one row of keys per ticket.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -433,6 +444,28 @@ def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, see
     kept = {name: value.clone() for name, value in source.state_dict().items()}
     x, pad = inputs(batch, seq, d_model, seed, every_row_padded=False)
     want = references.expected("block", "block_function", d_model, heads, d_ff, batch, seq, seed)
+    layer = _reference_layer(to_reference, source)
+    _reference_settings(layer, source, d_model, heads, d_ff)
+    problem = _weights_in_place(layer, source)
+    expect(problem is None, f"{problem}." if problem else "")
+    got = layer(x, src_key_padding_mask=pad)  # with gradients on: the layer's plain path
+    expect(close_at_real(got.detach(), want, pad),
+           f"the layer's output differs from the block's by up to {_gap_at_real(got.detach(), want, pad):.3g} "
+           "at the real positions, although its weights are the block's: check its activation "
+           "(relu) and layer_norm_eps (1e-5)")
+    with torch.no_grad():  # eval mode without gradients: PyTorch may take its fused fast path
+        fast = layer(x, src_key_padding_mask=pad)
+    expect(close_at_real(fast, want, pad),
+           "under torch.no_grad() the layer differs from the block at the real positions")
+    expect(all(torch.equal(value, kept[name]) for name, value in source.state_dict().items()),
+           "to_reference changed the block it was given: copy its weights into the new layer, do not "
+           "modify the block")
+    passed()
+
+
+def _reference_layer(to_reference, source):
+    """to_reference(source): PyTorch's own nn.TransformerEncoderLayer, whatever the student's block
+    layout (the check's block holds its feed-forward's Linear layers under other names)."""
     try:
         layer = call(to_reference, source)
     except AssertionError as error:
@@ -453,6 +486,11 @@ def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, see
     # place it is right on any tokens, and no subclass can answer the check's with recorded numbers.
     expect(type(layer) is nn.TransformerEncoderLayer,
            f"to_reference should return an nn.TransformerEncoderLayer, got {type(layer).__name__}")
+    return layer
+
+
+def _reference_settings(layer, source, d_model, heads, d_ff):
+    """Pre-norm, batch first, no dropout, the block's sizes and its norms' eps."""
     expect(layer.norm_first, "the layer has norm_first=False, PyTorch's default: that is the "
            "post-norm block (the norm after the addition), another function of the same weights. "
            "Build it with norm_first=True.")
@@ -478,21 +516,6 @@ def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, see
     expect(eps == [source.norm1.eps, source.norm2.eps],
            f"the layer's norms use eps {eps[0]:g} and {eps[1]:g}, the block's {source.norm1.eps:g}: the layer "
            "computes another function, if only slightly. Give it the block's eps (layer_norm_eps).")
-    problem = _weights_in_place(layer, source)
-    expect(problem is None, f"{problem}." if problem else "")
-    got = layer(x, src_key_padding_mask=pad)  # with gradients on: the layer's plain path
-    expect(close_at_real(got.detach(), want, pad),
-           f"the layer's output differs from the block's by up to {_gap_at_real(got.detach(), want, pad):.3g} "
-           "at the real positions, although its weights are the block's: check its activation "
-           "(relu) and layer_norm_eps (1e-5)")
-    with torch.no_grad():  # eval mode without gradients: PyTorch may take its fused fast path
-        fast = layer(x, src_key_padding_mask=pad)
-    expect(close_at_real(fast, want, pad),
-           "under torch.no_grad() the layer differs from the block at the real positions")
-    expect(all(torch.equal(value, kept[name]) for name, value in source.state_dict().items()),
-           "to_reference changed the block it was given: copy its weights into the new layer, do not "
-           "modify the block")
-    passed()
 
 
 # ---------------------------------------------------------------------------------------------

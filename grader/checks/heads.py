@@ -305,6 +305,24 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
     name = f"MultiHead({d_model}, {heads})"
     lengths = tuple(lengths)
     layer = call(MultiHead, d_model, heads)
+    _four_projections(MultiHead, layer, name, d_model)
+    load_fixed_projections({name: getattr(layer, name) for name in ("q", "k", "v", "out")}, seed)
+    ids = padded_ids(lengths, seed=seed)
+    b, s = ids.shape
+    mask = (ids == PAD)[:, None, None, :]
+    h = seeded_randn((b, s, d_model), seed + 1)
+    results = references.expected("heads", "multi_head", d_model, heads, lengths, seed)
+    with torch.no_grad():
+        _computes_as_pytorch(layer, name, h, mask, lengths, results, heads, d_model, seed)
+        _reads_evenly(layer, name, d_model)
+    expect_learns(layer, h, mask, what=f"MultiHead({d_model}, {heads})")
+    _bad_head_count(MultiHead, d_model, bad_heads)
+    passed()
+
+
+def _four_projections(MultiHead, layer, name, d_model):
+    """Four nn.Linear(d_model, d_model) with biases, q, k, v and out, and 4d² + 4d parameters for
+    any head count."""
     expect(isinstance(layer, nn.Module), f"{name} should be an nn.Module, got {type(layer).__name__}")
     for child in ("q", "k", "v", "out"):
         linear = getattr(layer, child, None)
@@ -323,56 +341,49 @@ def multi_head(MultiHead, d_model=64, heads=4, lengths=(5, 24, 11), seed=0, bad_
                               f"{want:,} for any head count: four {d_model} x {d_model} weights and four "
                               f"biases, no parameters of its own per head")
 
-    load_fixed_projections({name: getattr(layer, name) for name in ("q", "k", "v", "out")}, seed)
-    ids = padded_ids(lengths, seed=seed)
-    b, s = ids.shape
-    mask = (ids == PAD)[:, None, None, :]
-    h = seeded_randn((b, s, d_model), seed + 1)
-    results = references.expected("heads", "multi_head", d_model, heads, lengths, seed)
-    with torch.no_grad():
-        out = call(layer, h, mask)
-        if isinstance(out, tuple):
-            raise AssertionError(f"{name}(h, mask) returned a tuple of {len(out)}; forward should return only "
-                                 "the output tensor (b, s, d_model), without the attention weights")
-        expect_shape(out, (b, s, d_model), f"{name}(h, mask) with h of shape {(b, s, d_model)}")
 
-        expected = results["right"]
-        agrees = close(out, expected)
-        known = None if agrees else _diagnose(results, heads, d_model, out)
-        if known is not None:
-            expect_close(out, expected, f"{name}(h, mask) compared with nn.MultiheadAttention holding the "
-                         "same weights", hint=known)
+def _computes_as_pytorch(layer, name, h, mask, lengths, results, heads, d_model, seed):
+    """nn.MultiheadAttention's output with the same weights (a known mistake named), every real
+    word of the short first ticket read by each of its tokens, and the same without a mask."""
+    b, s, _ = h.shape
+    out = call(layer, h, mask)
+    if isinstance(out, tuple):
+        raise AssertionError(f"{name}(h, mask) returned a tuple of {len(out)}; forward should return only "
+                             "the output tensor (b, s, d_model), without the attention weights")
+    expect_shape(out, (b, s, d_model), f"{name}(h, mask) with h of shape {(b, s, d_model)}")
 
-        # The last real word of the first (short) ticket must reach every one of its real tokens.
-        last = lengths[0] - 1
-        changed = h.clone()
-        changed[0, last] = seeded_randn((d_model,), seed + 2)
-        moved = (call(layer, changed, mask)[0, :lengths[0]] - out[0, :lengths[0]]).abs().amax(-1)
-        still = [t for t in range(lengths[0]) if moved[t] <= 1e-6]
-        if still:
-            raise AssertionError(
-                f"changing the last word of a {lengths[0]}-token query (padded to {s}) left the output of "
-                f"{len(still)} of its {lengths[0]} real tokens unchanged (tokens {still}); with attention every "
-                "token reads every real word. A split written as view(b, heads, s, dh) without "
-                "`transpose` keeps every shape but lets each token read only some of the words. Split "
-                "and merge with your split_heads and merge_heads, whose checks test exactly this.")
+    expected = results["right"]
+    agrees = close(out, expected)
+    known = None if agrees else _diagnose(results, heads, d_model, out)
+    if known is not None:
+        expect_close(out, expected, f"{name}(h, mask) compared with nn.MultiheadAttention holding the "
+                     "same weights", hint=known)
 
-        expect_close(out, expected, f"{name}(h, mask) compared with nn.MultiheadAttention holding the same weights",
-                     hint="Check the order: split -> attention (scale sqrt(dh), mask True at pads) -> merge "
-                          "with transpose(1, 2) -> self.out.")
-        try:
-            unmasked = layer(h)
-            problem = None if close(unmasked, results["no mask"]) else "gave other numbers"
-        except Exception as error:  # noqa: BLE001 - any crash is the student's verdict
-            problem = f"raised {type(error).__name__}: {error}"
-        expect(problem is None, f"{name}(h) without a mask should read every key, as nn.MultiheadAttention does "
-                                f"without a key_padding_mask, but it {problem}. forward(h, mask=None) must work "
-                                "with the mask left out (section 5's block calls it so).")
-        _reads_evenly(layer, name, d_model)
-    expect_learns(layer, h, mask, what=f"MultiHead({d_model}, {heads})")
+    # The last real word of the first (short) ticket must reach every one of its real tokens.
+    last = lengths[0] - 1
+    changed = h.clone()
+    changed[0, last] = seeded_randn((d_model,), seed + 2)
+    moved = (call(layer, changed, mask)[0, :lengths[0]] - out[0, :lengths[0]]).abs().amax(-1)
+    still = [t for t in range(lengths[0]) if moved[t] <= 1e-6]
+    if still:
+        raise AssertionError(
+            f"changing the last word of a {lengths[0]}-token query (padded to {s}) left the output of "
+            f"{len(still)} of its {lengths[0]} real tokens unchanged (tokens {still}); with attention every "
+            "token reads every real word. A split written as view(b, heads, s, dh) without "
+            "`transpose` keeps every shape but lets each token read only some of the words. Split "
+            "and merge with your split_heads and merge_heads, whose checks test exactly this.")
 
-    _bad_head_count(MultiHead, d_model, bad_heads)
-    passed()
+    expect_close(out, expected, f"{name}(h, mask) compared with nn.MultiheadAttention holding the same weights",
+                 hint="Check the order: split -> attention (scale sqrt(dh), mask True at pads) -> merge "
+                      "with transpose(1, 2) -> self.out.")
+    try:
+        unmasked = layer(h)
+        problem = None if close(unmasked, results["no mask"]) else "gave other numbers"
+    except Exception as error:  # noqa: BLE001 - any crash is the student's verdict
+        problem = f"raised {type(error).__name__}: {error}"
+    expect(problem is None, f"{name}(h) without a mask should read every key, as nn.MultiheadAttention does "
+                            f"without a key_padding_mask, but it {problem}. forward(h, mask=None) must work "
+                            "with the mask left out (section 5's block calls it so).")
 
 
 def _reads_evenly(layer, name, d_model):

@@ -144,8 +144,18 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
     h = seeded_tokens(3, 7, d_model, seed)
     out = _forward(ffn, h)
     expect_shape(out, (3, 7, d_model), f"{what} applied to h of shape (3, 7, {d_model})")
+    _token_by_token(ffn, h, out, what, d_model, seed)
+    _two_layers_counted(ffn, what, d_model, d_ff)
+    first, second = _feed_forward_pair(ffn, what, d_model, d_ff)
+    load_fixed_weights([first, second], seed)
+    _computes_linear_relu_linear(_forward(ffn, h), what, d_model, d_ff, seed)
+    _hidden_fixed(ffn, first, second, what)
+    expect_learns(ffn, h, what=what)
+    passed()
 
-    # Each token goes through alone: alone = in the batch, and its neighbours do not matter.
+
+def _token_by_token(ffn, h, out, what, d_model, seed):
+    """Each token goes through alone: alone as in the batch, whatever its neighbours."""
     t = 4
     mixing = ("Each token must go through the layer alone: does your forward mix the tokens "
               "(a mean or sum over dim 1, a softmax over the sequence, a Linear across the tokens)?")
@@ -157,7 +167,9 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
     expect_close(_forward(ffn, neighbours)[:, t], out[:, t],
                  f"Token {t}'s output after changing only the other tokens", hint=mixing)
 
-    # Parameters: two weights and two biases.
+
+def _two_layers_counted(ffn, what, d_model, d_ff):
+    """Parameters: two weights and two biases."""
     expected = 2 * d_model * d_ff + d_ff + d_model
     n = sum(p.numel() for p in ffn.parameters())
     if n != expected:
@@ -174,15 +186,20 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
         raise AssertionError(f"{what} has {n:,} parameters, expected {expected:,} = 2 x {d_model} x "
                              f"{d_ff} weights + {d_ff} + {d_model} biases. {hint}")
 
-    # The reference, from the student's own two Linear layers, found by their shapes.
+
+def _feed_forward_pair(ffn, what, d_model, d_ff):
+    """The student's own Linear(d_model, d_ff) and Linear(d_ff, d_model), found by their shapes."""
     linears = feed_forward_linears(ffn)
     first = [m for m in linears if (m.in_features, m.out_features) == (d_model, d_ff)]
     second = [m for m in linears if (m.in_features, m.out_features) == (d_ff, d_model)]
     expect(first and second,
            f"{what} should hold an nn.Linear({d_model}, {d_ff}) and an nn.Linear({d_ff}, {d_model}); "
            f"found {[(m.in_features, m.out_features) for m in linears]} (in_features, out_features).")
-    load_fixed_weights([first[0], second[0]], seed)
-    out = _forward(ffn, h)
+    return first[0], second[0]
+
+
+def _computes_linear_relu_linear(out, what, d_model, d_ff, seed):
+    """With the check's weights in the two layers: Linear -> ReLU -> Linear (a known mistake named)."""
     results = references.expected("residuals", "feed_forward", d_model, d_ff, seed)
     reference = results["right"]
     guesses = [
@@ -205,9 +222,6 @@ def check_feed_forward(FeedForward, d_model=64, d_ff=256, seed=0):
         expect_close(out, reference, f"{what}'s output",
                      hint=f"Expected Linear({d_model}, {d_ff}) -> ReLU -> Linear({d_ff}, {d_model}), "
                           "with the check's weights put in your two Linear layers.")
-    _hidden_fixed(ffn, first[0], second[0], what)
-    expect_learns(ffn, h, what=what)
-    passed()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,11 +246,6 @@ def check_first_layer_gradient(first_layer_gradient, depth=None):
     recipe = {residual: references.expected("residuals", "first_layer_gradients", residual, d)
               for residual in (False, True)}
     shallow_recipe = references.expected("residuals", "first_layer_gradients", False, 2)
-
-    def matches(value, gradients, which=0):
-        return any(close(value, gradients[f"{order} {which}"], "relative")
-                   for order in ("layers", "batch", "reseed"))
-
     plain = _gradient(first_layer_gradient, False, depth)
     again = _gradient(first_layer_gradient, False, depth)
     expect(again == plain,
@@ -249,31 +258,7 @@ def check_first_layer_gradient(first_layer_gradient, depth=None):
            "ignores the `residual` flag. With it, h = h + layer(h); without it, h = layer(h).")
 
     for residual, value in ((False, plain), (True, shortcut)):
-        if matches(value, recipe[residual]):
-            continue
-        expected = recipe[residual]["layers 0"]
-        if matches(value, recipe[residual], which=-1):
-            raise AssertionError(
-                f"first_layer_gradient({residual}, depth={d}) returned {value:.4e}, the gradient of the "
-                f"LAST layer's weight; the task asks for the first layer's (layers[0]), {expected:.4e}.")
-        if matches(value, recipe[not residual]):
-            raise AssertionError(
-                f"first_layer_gradient({residual}, depth={d}) returned {value:.4e}, the value of the "
-                f"recipe with residual={not residual}: the flag is the wrong way round. residual=True "
-                "means h = h + layer(h).")
-        hint = ""
-        if residual and value < 1e-6:
-            hint = (" With residual=True the gradient vanishes as if there were no shortcut: add the "
-                    "layer's output to h, h = h + layer(h), outside the layer (not inside the sigmoid).")
-        elif not residual and value > 1e-6 and d >= 12:
-            hint = (" Without residual connections the first layer's gradient should all but vanish: "
-                    "replace h by layer(h) at every step.")
-        raise AssertionError(
-            f"first_layer_gradient({residual}, depth={d}) returned {value:.4e}; the recipe gives "
-            f"{expected:.4e}.{hint} The recipe: torch.manual_seed(0) first; then {d} layers made in "
-            "order, each an nn.Linear(64, 64) followed by a sigmoid; then h = torch.randn(32, 64); "
-            "through each layer, h = h + layer(h) if residual else layer(h); backward() of the mean "
-            "of h squared; return the norm of the first layer's weight gradient as a float.")
+        _follows_the_recipe(value, residual, recipe, d)
 
     # What the experiment shows, stated as the check's own claims.
     if d >= 12:
@@ -284,11 +269,46 @@ def check_first_layer_gradient(first_layer_gradient, depth=None):
         expect(shortcut > 1e8 * plain, f"The shortcut should change the first layer's gradient by many "
                                        f"orders of magnitude; got {plain:.2e} and {shortcut:.2e}.")
     shallow = _gradient(first_layer_gradient, False, 2)
-    expect(shallow > 1e-4 and matches(shallow, shallow_recipe),
+    expect(shallow > 1e-4 and _matches_recipe(shallow, shallow_recipe),
            f"first_layer_gradient(False, depth=2) returned {shallow:.2e}, but two sigmoid layers leave "
            f"the first a gradient of {shallow_recipe['layers 0']:.2e}: does your function build `depth` layers "
            "(range(depth)) rather than a fixed number?")
     passed()
+
+
+def _matches_recipe(value, gradients, which=0):
+    """Whether `value` is the recipe's gradient of layer `which` (0: the first, -1: the last),
+    whichever of the recipe's orders of drawing made it."""
+    return any(close(value, gradients[f"{order} {which}"], "relative") for order in ("layers", "batch", "reseed"))
+
+
+def _follows_the_recipe(value, residual, recipe, d):
+    """The gradient the recipe gives with this `residual` flag; else the likely mistake, named."""
+    if _matches_recipe(value, recipe[residual]):
+        return
+    expected = recipe[residual]["layers 0"]
+    if _matches_recipe(value, recipe[residual], which=-1):
+        raise AssertionError(
+            f"first_layer_gradient({residual}, depth={d}) returned {value:.4e}, the gradient of the "
+            f"LAST layer's weight; the task asks for the first layer's (layers[0]), {expected:.4e}.")
+    if _matches_recipe(value, recipe[not residual]):
+        raise AssertionError(
+            f"first_layer_gradient({residual}, depth={d}) returned {value:.4e}, the value of the "
+            f"recipe with residual={not residual}: the flag is the wrong way round. residual=True "
+            "means h = h + layer(h).")
+    hint = ""
+    if residual and value < 1e-6:
+        hint = (" With residual=True the gradient vanishes as if there were no shortcut: add the "
+                "layer's output to h, h = h + layer(h), outside the layer (not inside the sigmoid).")
+    elif not residual and value > 1e-6 and d >= 12:
+        hint = (" Without residual connections the first layer's gradient should all but vanish: "
+                "replace h by layer(h) at every step.")
+    raise AssertionError(
+        f"first_layer_gradient({residual}, depth={d}) returned {value:.4e}; the recipe gives "
+        f"{expected:.4e}.{hint} The recipe: torch.manual_seed(0) first; then {d} layers made in "
+        "order, each an nn.Linear(64, 64) followed by a sigmoid; then h = torch.randn(32, 64); "
+        "through each layer, h = h + layer(h) if residual else layer(h); backward() of the mean "
+        "of h squared; return the norm of the first layer's weight gradient as a float.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,26 +319,7 @@ def _stack_outputs(DeepStack, d_model, depth, seed):
     """Build the stack with and without the shortcut, check the parameters, put the check's fixed
     weights in its Linear layers (in the order they were registered) and compare each output with
     the stack's, then with the usual mistakes'."""
-    modules = {}
-    for residual in (False, True):
-        what = f"DeepStack({d_model}, {depth}, residual={residual})"
-        modules[residual] = _build(DeepStack, d_model, depth, residual, what=what)
-        n = sum(p.numel() for p in modules[residual].parameters())
-        expected = depth * (d_model * d_model + d_model)
-        expect(n == expected,
-               f"{what} has {n:,} parameters, expected {expected:,} = {depth} blocks x one "
-               f"Linear({d_model}, {d_model}) ({d_model * d_model:,} weights + {d_model} biases). "
-               "The token mixing (attention with h as queries, keys and values) has no parameters."
-               + (" None of its layers is registered: nn.Module sees the modules assigned to its "
-                  "attributes, not those inside a plain Python list or dict. Hold the blocks in "
-                  "nn.ModuleList([...]) (or nn.Sequential)." if n == 0 else ""))
-        linears = feed_forward_linears(modules[residual])
-        expect(len(linears) == depth and all(
-                   (m.in_features, m.out_features) == (d_model, d_model) for m in linears),
-               f"{what} should hold {depth} nn.Linear({d_model}, {d_model}) layers, one per block; found "
-               f"{[(m.in_features, m.out_features) for m in linears]}.")
-        load_fixed_weights(linears, seed)
-
+    modules = {residual: _deep_stack_built(DeepStack, d_model, depth, residual, seed) for residual in (False, True)}
     h = seeded_tokens(2, 10, d_model, seed)
     outputs = {}
     for residual, module in modules.items():
@@ -358,6 +359,29 @@ def _stack_outputs(DeepStack, d_model, depth, seed):
         expect_biases_pass_through(module, feed_forward_linears(module), what, residual=residual)
         expect_learns(module, h, what=what)
     return outputs
+
+
+def _deep_stack_built(DeepStack, d_model, depth, residual, seed):
+    """DeepStack(d_model, depth, residual) with its parameters counted and the check's fixed
+    weights in its Linear layers, in the order they were registered."""
+    what = f"DeepStack({d_model}, {depth}, residual={residual})"
+    module = _build(DeepStack, d_model, depth, residual, what=what)
+    n = sum(p.numel() for p in module.parameters())
+    expected = depth * (d_model * d_model + d_model)
+    expect(n == expected,
+           f"{what} has {n:,} parameters, expected {expected:,} = {depth} blocks x one "
+           f"Linear({d_model}, {d_model}) ({d_model * d_model:,} weights + {d_model} biases). "
+           "The token mixing (attention with h as queries, keys and values) has no parameters."
+           + (" None of its layers is registered: nn.Module sees the modules assigned to its "
+              "attributes, not those inside a plain Python list or dict. Hold the blocks in "
+              "nn.ModuleList([...]) (or nn.Sequential)." if n == 0 else ""))
+    linears = feed_forward_linears(module)
+    expect(len(linears) == depth and all(
+               (m.in_features, m.out_features) == (d_model, d_model) for m in linears),
+           f"{what} should hold {depth} nn.Linear({d_model}, {d_model}) layers, one per block; found "
+           f"{[(m.in_features, m.out_features) for m in linears]}.")
+    load_fixed_weights(linears, seed)
+    return module
 
 
 @_one_thread
