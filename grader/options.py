@@ -24,7 +24,7 @@ class GradingOptions:
         return {"timeout": self.timeout, "memory_mb": self.memory_mb, "sandboxed": self.sandboxed}
 
     def to_json(self):
-        return json.dumps(asdict(self), sort_keys=True)
+        return json.dumps(asdict(self))
 
     @classmethod
     def from_json(cls, text):

@@ -6,8 +6,10 @@ import csv
 import gc
 import html
 import json
+import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -215,6 +217,72 @@ def test_check_json_gives_the_solution_full_marks_and_the_release_zero(tmp_path)
     assert set(printed) >= {"notebook", "score", "max_score", "tasks"}
     assert set(printed["tasks"][0]) == {"grade_id", "score", "max_score", "message"}
     assert printed["score"] == 0 and printed["max_score"] == solved["max_score"]
+
+
+def test_a_kernels_sandbox_shows_banking77_and_only_the_visible_checks_results_behind_private_sockets(
+        tmp_path, banking77_dir, monkeypatch):
+    """The sandbox every kernel of a course runs in: its sockets in a folder closed to others, the
+    Banking77 copy shown (a kernel has no network), the options' memory, and grader/references
+    replaced by the recording of the visible checks' results alone (none for an unsandboxed course,
+    which would not hide them anyway)."""
+    from grader import publish
+    monkeypatch.setenv("BANKING77_DIR", str(banking77_dir))
+    sandboxed = grading.kernel_settings(tmp_path, GradingOptions(memory_mb=1536))
+    assert stat.S_IMODE((tmp_path / "sockets").stat().st_mode) == 0o700
+    assert sandboxed["sockets"] == str(tmp_path / "sockets") and sandboxed["limits"]["memory_mb"] == 1536
+    assert sandboxed["env"]["BANKING77_DIR"] == str(banking77_dir)
+    assert sandboxed["replaced"] == {str(ROOT / "grader" / "references"): str(publish.kernel_references())}
+    (tmp_path / "trusted").mkdir()
+    unconfined = grading.kernel_settings(tmp_path / "trusted", GradingOptions(sandboxed=False))
+    assert unconfined["sandboxed"] is False and unconfined["replaced"] == {}
+
+
+def test_a_course_hands_nbgrader_its_kernels_with_their_sandbox_and_where_the_course_is(tmp_path, monkeypatch):
+    """What a course gives nbgrader for its kernels: fresh ones read their sandbox's settings from a
+    file; forked ones come from the course's own warm server; and kernels that are not sandboxed
+    inherit this process's environment, so it says where the course is."""
+    monkeypatch.delenv("COURSE_ROOT", raising=False)
+    fresh = grading.GradingCourse(tmp_path / "fresh", GradingOptions(sandboxed=False, warm=False))
+    assert os.environ["COURSE_ROOT"] == str(ROOT)
+    assert json.loads((fresh.folder / "fresh" / "sandbox.json").read_text()) == json.loads(json.dumps(fresh.settings))
+    warm = grading.GradingCourse(tmp_path / "warm", GradingOptions(sandboxed=False))
+    try:
+        assert warm.kernels is not None and warm.api.config.Execute.kernel_name == warm.kernels.name
+        assert fresh.api.config.Execute.kernel_name != warm.kernels.name
+    finally:
+        warm.close()
+
+
+def test_a_notebook_whose_warm_kernel_server_stopped_is_graded_once_more_then_given_up(tmp_path, monkeypatch):
+    """grade() without nbgrader's run: nbgrader failing while the warm-kernel server has stopped
+    is the grader's doing, so the notebook runs once more on kernels made ready again; a second
+    such failure is a GraderFailure, never the student's zero."""
+    section, outcomes, readied = "05-block", [], []
+    course = grading.GradingCourse(tmp_path / "course", FRESH)
+
+    def autograde(assignment, student, **options):
+        if not outcomes.pop(0):
+            return {"success": False, "log": "", "error": "the kernel died"}
+        folder = course.folder / "autograded" / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(solution_notebook(assignment), folder / f"{assignment}.ipynb")
+        return {"success": True, "log": "", "error": ""}
+
+    class Stopped:  # a warm-kernel server that has stopped under the notebook
+        def alive(self):
+            return False
+    monkeypatch.setattr(course.api, "autograde", autograde)
+    monkeypatch.setattr(course, "_ready_kernels", lambda: readied.append(section))
+    monkeypatch.setattr(course, "_record", lambda *args: None)
+    course.kernels = Stopped()
+    outcomes += [False, True]
+    result = course.grade(solution_notebook(section))
+    assert outcomes == [] and len(readied) == 2  # before the first run, and again before the second
+    assert result["section"] == section and result["repairs"] == []  # no repair ran: nothing to say
+    outcomes += [False, False]
+    with pytest.raises(grading.GraderFailure, match="^the warm-kernel server stopped twice while grading this notebook$"):
+        course.grade(solution_notebook(section))
+    assert outcomes == [] and len(readied) == 4
 
 
 def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp_path, monkeypatch):
