@@ -1,8 +1,7 @@
 """What a grade depends on, decided here alone: a fingerprint per section of everything that grades
 its notebooks. A notebook graded under another fingerprint is graded again (grader.autograde), a
-Dask worker whose checkout would grade differently is refused (grader.cluster), a check server of
-another fingerprint is never asked (grader.check_server), and the checks' results are recorded
-again for the grading kernels (grader.publish)."""
+Dask worker whose checkout would grade differently is refused (grader.cluster), and a check server
+of another fingerprint is never asked (grader.check_server)."""
 
 import hashlib
 import re
