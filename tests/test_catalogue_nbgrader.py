@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from grader import catalogue, release, sample_class
+from grader.options import GradingOptions
 
 SECTIONS = release.sections_with_solutions()
 
@@ -45,7 +46,7 @@ def graded(tmp_path_factory, kept_grading):
         path = folder / "class" / f"{kind}-{group}-{k}" / f"{section}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, path)
-    results, _ = kept_grading("catalogue", [folder / "class"], folder / "out", workers=2, timeout=60)
+    results, _ = kept_grading("catalogue", [folder / "class"], folder / "out", options=GradingOptions(), workers=2)
     by_key = {}
     for result in results.values():
         kind, group, k = re.fullmatch(r"(wrong|right)-(\d+)-(\d+)", result["student"]).groups()
