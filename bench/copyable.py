@@ -24,7 +24,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from grader.course import SECTIONS, release_notebook, solution_notebook  # noqa: E402
-from grader.judge import nbgrader  # noqa: E402
+from grader.course import nbgrader_info  # noqa: E402
 
 N = 6
 TOTAL_TARGET, TASK_LIMIT = 0.15, 0.40
@@ -61,7 +61,7 @@ def release_grams(cells):
     """Every 6-gram of a release's code outside the answer cells, and of its markdown's code."""
     found = set()
     for cell in cells:
-        if cell.cell_type == "code" and not (nbgrader(cell).get("solution") and not nbgrader(cell).get("grade")):
+        if cell.cell_type == "code" and not (nbgrader_info(cell).get("solution") and not nbgrader_info(cell).get("grade")):
             found.update(grams(tokens(cell.source)))
         elif cell.cell_type == "markdown":
             for block, span in CODE_IN_MARKDOWN.findall(cell.source):
@@ -77,7 +77,7 @@ def shares(solution_cells, release_cells):
         answer = "\n".join(ANSWER.findall(cell.source)) if cell.cell_type == "code" else ""
         if answer:
             answer_grams = grams(tokens(_dedented(answer)))
-            result[nbgrader(cell)["grade_id"]] = (sum(g in shown for g in answer_grams), len(answer_grams))
+            result[nbgrader_info(cell)["grade_id"]] = (sum(g in shown for g in answer_grams), len(answer_grams))
     return result
 
 
