@@ -288,6 +288,8 @@ def answer(path):
                             result = checks.gradients(target, function, *args)
                         elif request.get("nudged") is not None:
                             result = checks.outputs_with(target, function, request["nudged"], request["rng"], *args)
+                        elif request.get("aliases") is not None:
+                            result = checks.with_aliases(function, request["aliases"], *args)
                         else:
                             result = function(*args, **kwargs)
                 finally:
@@ -500,10 +502,12 @@ class Link:
             raise _exception(response["error"])
         return self.decode(response["value"])
 
-    def call(self, target, method, args, kwargs, gradients=False, nudged=None):
+    def call(self, target, method, args, kwargs, gradients=False, nudged=None, aliases=None):
         """`target.method(*args, **kwargs)` run in the kernel. With `gradients`, the gradients of the
         target's parameters from that output instead (grader.checks.gradients); with `nudged`, a
-        list of the outputs with each of those parameter changes in turn (grader.checks.outputs_with)."""
+        list of the outputs with each of those parameter changes in turn (grader.checks.outputs_with);
+        with `aliases`, the output and the names of its weights that share the numbers of argument
+        number `aliases` (grader.checks.with_aliases)."""
         sync, lines = {}, []
 
         def outgoing_of(value):
@@ -514,7 +518,7 @@ class Link:
         try:
             value = self._call(target, method, [outgoing_of(a) for a in args],
                                {k: outgoing_of(v) for k, v in kwargs.items()}, args, kwargs, sync,
-                               {"gradients": gradients, "nudged": nudged})
+                               {"gradients": gradients, "nudged": nudged, "aliases": aliases})
         finally:
             for line in lines:
                 line.close()
@@ -522,6 +526,10 @@ class Link:
             if type(value) is not dict:
                 raise NotPlainData("the kernel's gradients are not a table of parameters")
             return {_python_name(name, "a parameter", qualified=True): gradient for name, gradient in value.items()}
+        if aliases is not None:
+            if not (type(value) is tuple and len(value) == 2 and type(value[1]) is list):
+                raise NotPlainData("the kernel's answer is not an output and a list of weights")
+            return value[0], [_python_name(name, "a weight", qualified=True) for name in value[1]]
         return value
 
     def _call(self, target, method, outgoing, outgoing_kwargs, args, kwargs, sync, special):
@@ -767,6 +775,11 @@ class Remote:
 
     def __call__(self, *args, **kwargs):
         return self._link.call(self, None, args, kwargs)
+
+    def with_aliases(self, source, *args):
+        """grader.checks.with_aliases of the student's function, run in the kernel: which weights of
+        what it returns share the numbers of argument number `source`."""
+        return self._link.call(self, None, args, {}, aliases=source)
 
     def __repr__(self):
         return f"<{type(self).__name__} in the student's kernel>"

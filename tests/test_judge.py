@@ -145,6 +145,42 @@ def test_what_the_students_code_does_to_its_arguments_comes_back(kernel):
     assert torch.equal(g.get_state(), kept)  # a generator's state is not the student's to set
 
 
+def test_weights_a_result_shares_with_an_argument_are_named_by_the_kernel_where_the_memory_is(kernel):
+    """Issue 44, 'a copy never told apart from an alias': the judge rebuilds a returned layer from
+    its numbers, so a Parameter the student's code handed over instead of copying arrives as a copy.
+    The kernel, where both tensors are, names the result's weights that share the source's memory
+    (views included); a copy shares none. What else it sends back in that place is refused."""
+    _define(kernel, """import torch
+from torch import nn
+
+def copied(source):
+    layer = nn.Linear(3, 2)
+    layer.load_state_dict(source.state_dict())
+    return layer
+
+def handed_over(source):
+    layer = nn.Linear(3, 2)
+    layer.weight = source.weight
+    layer.bias.data = source.bias.data[:2]
+    return layer""")
+    source = nn.Linear(3, 2)
+    layer, shared = kernel.link.name("copied").with_aliases(0, source)
+    assert shared == [] and torch.equal(layer.weight, source.weight)
+    layer, shared = kernel.link.name("handed_over").with_aliases(0, source)
+    assert shared == ["weight", "bias"] and isinstance(layer, nn.Linear)
+    _define(kernel, "import grader.checks\nhonest = grader.checks.with_aliases\n"
+                    "grader.checks.with_aliases = lambda function, source, *args: "
+                    "(function(*args), ['weight\\nGRADE: 100'])")
+    try:
+        with pytest.raises(probe.NotPlainData, match="not a Python name"):
+            kernel.link.name("copied").with_aliases(0, source)
+        _define(kernel, "grader.checks.with_aliases = lambda function, source, *args: function(*args)")
+        with pytest.raises(probe.NotPlainData, match="not an output and a list of weights"):
+            kernel.link.name("copied").with_aliases(0, source)
+    finally:
+        _define(kernel, "grader.checks.with_aliases = honest")
+
+
 def test_a_counted_stand_in_is_answered_and_counted_by_the_judge_alone(kernel):
     """Issue 41, finding 6: section 6's scorer on the test set went to the kernel as a copy, whose
     list of calls came back and replaced the judge's, so the student's code could erase its

@@ -17,6 +17,11 @@ def _ln(body):
 
 
 WRONG = [
+    Wrong("layer_norm", "x normalized in place (sub_, div_)", _ln(
+        "    x.sub_(x.mean(-1, keepdim=True))\n"
+        "    x.div_(torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps))\n"
+        "    return x * weight + bias"),
+        expect=("changed x in place", "stream")),
     Wrong("layer_norm", "statistics over dim 0, the batch", _ln(
         "    mean = x.mean(dim=0, keepdim=True)\n"
         "    var = x.var(dim=0, keepdim=True, unbiased=False)\n"
@@ -213,6 +218,10 @@ def _rms(body):
 
 
 WRONG += [
+    Wrong("rms_norm", "x divided in place by its root mean square (x /= ...)", _rms(
+        "    x /= torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)\n"
+        "    return x * weight"),
+        expect=("rms_norm changed x in place",)),
     Wrong("rms_norm", "the mean subtracted: LayerNorm without its bias", _rms(
         "    centred = x - x.mean(-1, keepdim=True)\n"
         "    return centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + eps) * weight"),

@@ -244,6 +244,15 @@ WRONG = [
           ("encoder.norm",)),
     Wrong("from_tiny", "nothing returned", copying(("    return encoder.eval()\n", "    encoder.eval()\n")),
           ("returned none", "return the encoder")),
+    Wrong("from_tiny", "the embedding and the output layer taken over, not copied", copying(
+        ('("embed", "position", "norm", "out")', '("position", "norm")'),
+        ("    return encoder.eval()\n", "    encoder.embed, encoder.out = tiny.embed, tiny.out\n    return encoder.eval()\n")),
+          ("embed.weight", "tiny's own tensors")),
+    Wrong("from_tiny", "the q, k and v rows set as views of in_proj_weight (.data, no clone)", copying(
+        ("            block.attn.q.weight.copy_(q)\n            block.attn.k.weight.copy_(k)\n"
+         "            block.attn.v.weight.copy_(v)\n",
+         "            block.attn.q.weight.data, block.attn.k.weight.data, block.attn.v.weight.data = q, k, v\n")),
+          ("attn.q.weight", "not copies")),
     Wrong("from_tiny", "the TinyTransformer changed", copying(
         ("            q, k, v = layer", "            layer.self_attn.in_proj_weight.mul_(1.0001)\n            q, k, v = layer")),
           ("changed the tinytransformer",)),

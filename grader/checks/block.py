@@ -20,8 +20,8 @@ layers give with those weights. What they prove:
   weights, with `src_key_padding_mask`. The student's `to_reference` is never used here, so a
   wrong `to_reference` cannot fail `Block`.
 - `to_reference(to_reference)`: given the parts of a block (its children with the fixed weights),
-  the returned layer is pre-norm, batch-first, without active dropout, holds each weight in its
-  place and computes the block's function.
+  the returned layer is pre-norm, batch-first, without active dropout, holds a copy of each weight
+  in its place (none of its weights shares the block's numbers) and computes the block's function.
 - `post_norm_block(PostNormBlock)`: a subclass of the student's Block whose forward is post-norm
   equals `nn.TransformerEncoderLayer(norm_first=False)` holding its weights.
 
@@ -47,7 +47,7 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import (TOLERANCE, call, close, expect, expect_learns, expect_shape, fresh_generator, load_fixed_norm,
+from grader.checks import (TOLERANCE, _some, call, call_with_aliases, close, expect, expect_learns, expect_shape, fresh_generator, load_fixed_norm,
                            passed, silenced, task)
 from grader.checks.heads import load_fixed_projections
 from grader.checks.residuals import load_fixed_weights
@@ -467,7 +467,7 @@ def _reference_layer(to_reference, source):
     """to_reference(source): PyTorch's own nn.TransformerEncoderLayer, whatever the student's block
     layout (the check's block holds its feed-forward's Linear layers under other names)."""
     try:
-        layer = call(to_reference, source)
+        layer, shared = call_with_aliases(to_reference, source)
     except AssertionError as error:
         cause = error.__cause__  # a part of the student's own layout, looked for in the check's block?
         if not (isinstance(cause, (AttributeError, IndexError, KeyError))
@@ -486,6 +486,9 @@ def _reference_layer(to_reference, source):
     # place it is right on any tokens, and no subclass can answer the check's with recorded numbers.
     expect(type(layer) is nn.TransformerEncoderLayer,
            f"to_reference should return an nn.TransformerEncoderLayer, got {type(layer).__name__}")
+    expect(not shared, f"the layer's {_some(shared)} are the block's own tensors, not copies: change "
+           "the block and the layer changes with it, train one and you train both. Put copies of the "
+           "numbers into the layer's own weights; do not hand it the block's Parameters or modules.")
     return layer
 
 

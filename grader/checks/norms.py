@@ -22,6 +22,7 @@ compared with PyTorch's own norm or a shift known in closed form, so that in the
 no recorded result (grader/references) can answer for the student's code.
 """
 
+import copy
 
 import torch
 import torch.nn.functional as F
@@ -48,9 +49,19 @@ def norm_inputs(shape, seed):
     return x, weight, bias
 
 
+def _untouched(name, given, kept):
+    """Fail when the student's norm changed a tensor it was given."""
+    changed = [label for label, tensor, copy in zip(("x", "weight", "bias"), given, kept)
+               if not torch.equal(tensor, copy)]
+    expect(not changed, f"{name} changed {' and '.join(changed)} in place: the caller's tensor is "
+           "normalized too. In a pre-norm block that tensor is the stream the shortcut carries past the "
+           "norm, which must leave it as it came. Build the result in new tensors.")
+
+
 def _run_layer_norm(layer_norm, x, weight, bias, eps):
-    """Call the student's function on copies; refuse PyTorch's own layer norm; catch keepdim slips."""
-    args = (x.clone(), weight.clone(), bias.clone())
+    """Call the student's function on the check's own tensors, and fail if it changes them; refuse
+    PyTorch's own layer norm; catch keepdim slips."""
+    args, kept = (x, weight, bias), (x.clone(), weight.clone(), bias.clone())
     kwargs = {} if eps is None else {"eps": eps}
     with refusing("torch.nn.functional:layer_norm", "torch:layer_norm", "torch:native_layer_norm") as used:
         try:
@@ -67,6 +78,7 @@ def _run_layer_norm(layer_norm, x, weight, bias, eps):
             raise
     expect(not used, "layer_norm called PyTorch's own layer norm (nn.LayerNorm or F.layer_norm); "
                      "this task is to build it by hand from the mean and the variance.")
+    _untouched("layer_norm", args, kept)
     expect_shape(out, x.shape, f"layer_norm(x of shape {tuple(x.shape)}, ...)")
     expect(out.dtype == x.dtype, f"layer_norm returned {out.dtype} for a {x.dtype} input")
     return out.detach()
@@ -316,6 +328,13 @@ def check_query_shift(query_shift, seed=0, b=4, s=6, d=8, extra_pads=3):
            "whole batches, or token 0 of every row (`[:, 0]`) instead of row 0 (`[0]`)?")
 
     bn = TokenBatchNorm(d).train()
+    # In training mode the output depends on the batch alone (the running statistics it updates
+    # are not read), so a copy run on each whole batch gives the exact shift.
+    reference = copy.deepcopy(bn)
+    with torch.no_grad():
+        mine, theirs = reference(batch)[0], reference(other)[0]
+    n = min(mine.shape[0], theirs.shape[0])
+    whole = (mine[:n] - theirs[:n]).abs().max().item()
     moved = _shift(query_shift, bn, batch, other)
     if not bn.training:
         raise AssertionError("query_shift put the norm in evaluation mode (`norm.eval()`): BatchNorm "
@@ -327,6 +346,11 @@ def check_query_shift(query_shift, seed=0, b=4, s=6, d=8, extra_pads=3):
            "mode it takes each feature's statistics over the whole batch, so changing the other rows "
            "must move row 0. Pass the WHOLE batch to the norm and take row 0 of its output (not "
            "`norm(batch[:1])`), and keep the norm in training mode: batch statistics are only used there.")
+    expect(close(moved, whole),
+           f"query_shift says BatchNorm (training mode) moved the query by {moved:.4g}; run on each whole "
+           f"batch as given, it moves it by {whole:.4g}. Was one batch cut to the other's width, or "
+           "widened, before the norm? Only the outputs are compared over the positions both have: the "
+           "norm must see every position of each batch, pads included.")
 
     # Evaluation mode: running statistics, the same for both batches, so nothing moves.
     frozen = TokenBatchNorm(d)
@@ -354,8 +378,9 @@ PYTORCH_RMS_NORM = [path for path in ("torch.nn.functional:rms_norm", "torch:rms
 
 
 def _run_rms_norm(rms_norm, x, weight, eps):
-    """Call the student's function on copies; refuse PyTorch's own RMSNorm."""
-    args = (x.clone(), weight.clone())
+    """Call the student's function on the check's own tensors, and fail if it changes them; refuse
+    PyTorch's own RMSNorm."""
+    args, kept = (x, weight), (x.clone(), weight.clone())
     kwargs = {} if eps is None else {"eps": eps}
     refused = ("rms_norm called PyTorch's own RMSNorm (nn.RMSNorm or F.rms_norm); this task is to "
                "build it by hand from the mean of the squares.")
@@ -370,6 +395,7 @@ def _run_rms_norm(rms_norm, x, weight, eps):
                                      "without `keepdim=True`, so it cannot broadcast back against x.") from None
             raise
     expect(not used, refused)
+    _untouched("rms_norm", args, kept)
     expect_shape(out, x.shape, f"rms_norm(x of shape {tuple(x.shape)}, weight)")
     expect(out.dtype == x.dtype, f"rms_norm returned {out.dtype} for a {x.dtype} input")
     return out.detach()

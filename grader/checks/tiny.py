@@ -30,7 +30,8 @@ What they prove, on small made-up inputs (no model is trained here):
   the parts of an encoder (built here, so a wrong Encoder cannot fail this task), the returned
   encoder holds each weight in its place (q, k and v split out of in_proj in that order, not
   transposed; the biases; out_proj; linear1 and linear2; norm1 and norm2; embed, position, norm,
-  out), which makes its scores the TinyTransformer's. The TinyTransformer is left unchanged.
+  out), which makes its scores the TinyTransformer's. The TinyTransformer is left unchanged, and
+  the encoder holds copies: no weight of it shares its numbers with the TinyTransformer's.
 """
 
 import itertools
@@ -40,7 +41,7 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import (Counted, call, close, expect, expect_learns, expect_shape, fresh_generator, load_fixed_linears,
+from grader.checks import (Counted, _some, call, call_with_aliases, close, expect, expect_learns, expect_shape, fresh_generator, load_fixed_linears,
                            load_fixed_norm, passed, silenced, task)
 from grader.checks import prediction  # noqa: F401 (for the notebook)
 from grader.checks.block import (BlockParts, block_parts, close_at_real, expected_counts, feed_forward_linears,
@@ -621,7 +622,7 @@ def from_tiny(from_tiny, vocab_size=40, dim=16, heads=2, blocks=2, ffn=24, max_t
         load_fixed_norm(norm, generator)
     model = encoder_parts(vocab_size, dim, heads, blocks, ffn, max_tokens)
     kept = {name: value.clone() for name, value in tiny.state_dict().items()}
-    filled = call(from_tiny, model, tiny)
+    filled, shared = call_with_aliases(from_tiny, model, tiny, source=1)
     expect(all(torch.equal(kept[name], value) for name, value in tiny.state_dict().items()),
            "from_tiny changed the TinyTransformer it was given: read its weights, do not modify them")
     expect(filled is not None, "from_tiny returned None: return the encoder, so that "
@@ -630,4 +631,7 @@ def from_tiny(from_tiny, vocab_size=40, dim=16, heads=2, blocks=2, ffn=24, max_t
            f"from_tiny should return the encoder it filled, got {type(filled).__name__}")
     problem = _tiny_problem(filled, tiny)
     expect(problem is None, f"{problem}." if problem else "")
+    expect(not shared, f"the encoder's {_some(shared)} are tiny's own tensors, not copies: change or "
+           "train one model and the other changes too. Copy the numbers into the encoder's own weights; "
+           "do not hand it tiny's Parameters, modules or views of its tensors.")
     passed()
