@@ -137,6 +137,9 @@ WRONG = [
                                                "    layer.linear1.weight, layer.linear1.bias = up.weight, up.bias\n"
                                                "    return layer.eval()"),
           ("linear1.weight", "the block's own tensors")),
+    Wrong("to_reference", "the block frozen and put in training mode",
+          to_ref().replace("    return layer.eval()", "    block.requires_grad_(False)\n    block.train()\n    return layer.eval()"),
+          ("changed how the block", "leave the block as it came")),
     Wrong("to_reference", "layer_norm_eps=1e-6, not the block's 1e-5",
           to_ref(norm_first="True, layer_norm_eps=1e-6"), ("eps 1e-06", "layer_norm_eps")),
     Wrong("to_reference", "q, k, v stacked as k, q, v", to_ref(order="kqv"), ("order k, q, v", "stack q, k, v")),

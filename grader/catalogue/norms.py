@@ -136,6 +136,19 @@ WRONG += [
         "    n = min(a.shape[1], b.shape[1])\n"
         "    return (a[:, :n] - b[:, :n]).abs().max().item()"),
         expect=("whole batches", "row 0")),
+    Wrong("query_shift", "both batches cut to the shorter width before the norm", _qs(
+        "    n = min(batch.shape[1], other.shape[1])\n"
+        "    with torch.no_grad():\n"
+        "        a, b = norm(batch[:, :n])[0], norm(other[:, :n])[0]\n"
+        "    return (a - b).abs().max().item()"),
+        expect=("each whole batch", "cut")),
+    Wrong("query_shift", "the narrower batch padded with zeros before the norm", _qs(
+        "    n = max(batch.shape[1], other.shape[1])\n"
+        "    with torch.no_grad():\n"
+        "        a = norm(torch.nn.functional.pad(batch, (0, 0, 0, n - batch.shape[1])))[0]\n"
+        "        b = norm(torch.nn.functional.pad(other, (0, 0, 0, n - other.shape[1])))[0]\n"
+        "    return (a - b).abs().max().item()"),
+        expect=("each whole batch", "widened")),
     Wrong("query_shift", "row 0's first position only", _qs(
         _ROW0 + "    return (a[0] - b[0]).abs().max().item()"),
         expect=("first position", "every position")),

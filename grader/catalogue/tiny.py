@@ -180,6 +180,16 @@ WRONG = [
     return best, score_on_test(max(valid_accuracy, key=valid_accuracy.get))
 '''), ("return the name",)),
     # ---- Encoder ---------------------------------------------------------------------------
+    Wrong("Encoder", "the unknown word taken for a pad (ids <= 1)",
+          encoder(replace=[("        pad = ids == PAD\n", "        pad = ids <= 1\n")]),
+          ("differs from tinytransformer's function",)),
+    Wrong("Encoder", "the embedding without padding_idx",
+          encoder().replace("nn.Embedding(vocab_size, dim, padding_idx=PAD)", "nn.Embedding(vocab_size, dim)"),
+          ("padding_idx",)),
+    Wrong("Encoder", "defaults of another size (dim 32, 2 heads, 1 block)",
+          encoder().replace("dim=64, heads=4, blocks=2, ffn=256, max_tokens=MAX_TOKENS",
+                            "dim=32, heads=2, blocks=1, ffn=64, max_tokens=48"),
+          ("left at its default", "tinytransformer's")),
     Wrong("Encoder", "blocks in a plain list", encoder(blocks="        self.blocks = [Block(dim, heads, ffn) for _ in range(blocks)]"),
           ("plain python list", "nn.ModuleList", "parameters()")),
     Wrong("Encoder", "one block repeated", encoder(blocks="        self.blocks = nn.ModuleList([Block(dim, heads, ffn)] * blocks)"),
@@ -253,6 +263,8 @@ WRONG = [
          "            block.attn.v.weight.copy_(v)\n",
          "            block.attn.q.weight.data, block.attn.k.weight.data, block.attn.v.weight.data = q, k, v\n")),
           ("attn.q.weight", "not copies")),
+    Wrong("from_tiny", "the encoder returned in training mode", copying(("    return encoder.eval()\n", "    return encoder\n")),
+          ("training mode", "evaluation mode")),
     Wrong("from_tiny", "the TinyTransformer changed", copying(
         ("            q, k, v = layer", "            layer.self_attn.in_proj_weight.mul_(1.0001)\n            q, k, v = layer")),
           ("changed the tinytransformer",)),

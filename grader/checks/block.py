@@ -442,6 +442,7 @@ def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, see
     so that linear1 and linear2 swapped still load without a shape error)."""
     source = block_parts(d_model, heads, d_ff, seed)
     kept = {name: value.clone() for name, value in source.state_dict().items()}
+    settings = _settings(source)
     x, pad = inputs(batch, seq, d_model, seed, every_row_padded=False)
     want = references.expected("block", "block_function", d_model, heads, d_ff, batch, seq, seed)
     layer = _reference_layer(to_reference, source)
@@ -460,7 +461,16 @@ def to_reference(to_reference, d_model=32, heads=4, d_ff=32, batch=4, seq=8, see
     expect(all(torch.equal(value, kept[name]) for name, value in source.state_dict().items()),
            "to_reference changed the block it was given: copy its weights into the new layer, do not "
            "modify the block")
+    expect(_settings(source) == settings,
+           "to_reference changed how the block it was given trains (which weights require gradients) or "
+           "its mode (train or eval): leave the block as it came, and set up the new layer only")
     passed()
+
+
+def _settings(module):
+    """Which weights of `module` train, and which of its parts are in training mode."""
+    return ([(name, p.requires_grad) for name, p in module.named_parameters()],
+            [(name, m.training) for name, m in module.named_modules()])
 
 
 def _reference_layer(to_reference, source):

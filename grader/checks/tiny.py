@@ -327,14 +327,17 @@ def choose_and_test(choose_and_test, case="visible"):
 # Encoder: the student's blocks stacked into TinyTransformer's function
 # ---------------------------------------------------------------------------------------------
 
-PAD = 0  # as ticketnet.PAD
+PAD, UNK = 0, 1  # as ticketnet.PAD and ticketnet.UNK
+TINY_DEFAULTS = {"dim": 64, "heads": 4, "blocks": 2, "ffn": 256, "max_tokens": 120}  # TinyTransformer's
 ENCODER_CHILDREN = ("embed", "position", "blocks", "norm", "out")
 
 
 def _tickets(vocab_size, batch, seq, generator):
     """Token ids (batch, seq), each ticket with its own number of real tokens (at least two), PAD
-    after them; the first ticket fills the whole row."""
+    after them; the first ticket fills the whole row. Each ticket's second token is the unknown
+    word, UNK: a real token, never a pad, that an answer mistaking it for one would drop."""
     ids = torch.randint(2, vocab_size, (batch, seq), generator=generator)
+    ids[:, min(1, seq - 1)] = UNK
     for i in range(1, batch):
         ids[i, max(2, seq - 2 * i):] = PAD
     return ids
@@ -446,6 +449,9 @@ def _encoder_structure(model, vocab_size, dim, blocks, ffn, max_tokens, classes)
     embed, position, norm, out = model.embed, model.position, model.norm, model.out
     expect(isinstance(embed, nn.Embedding) and (embed.num_embeddings, embed.embedding_dim) == (vocab_size, dim),
            f"self.embed should be nn.Embedding(vocab_size, dim) = nn.Embedding({vocab_size}, {dim}), got {embed}")
+    expect(embed.padding_idx == PAD,
+           f"self.embed has padding_idx={embed.padding_idx}; TinyTransformer's keeps the PAD id's vector at "
+           "zero and out of training (padding_idx=PAD), so that a pad adds nothing wherever it is read")
     expect(isinstance(position, nn.Embedding) and (position.num_embeddings, position.embedding_dim) == (max_tokens, dim),
            f"self.position should be nn.Embedding(max_tokens, dim) = nn.Embedding({max_tokens}, {dim}): one "
            f"learned vector per place, got {position}")
@@ -471,6 +477,8 @@ def encoder(Encoder, vocab_size=50, dim=16, heads=2, blocks=3, ffn=24, max_token
     expect(total == want, f"the encoder has {total:,} parameters, expected {want:,}: embed {vocab_size * dim:,}, "
            f"position {max_tokens * dim:,}, {blocks} blocks of {block_size:,}, norm {2 * dim}, out "
            f"{dim * classes + classes}. A parameter outside these children changes the count.")
+
+    _default_sizes(Encoder, vocab_size)
 
     load_fixed_encoder(model, seed)
     model.eval()
@@ -512,6 +520,24 @@ def encoder(Encoder, vocab_size=50, dim=16, heads=2, blocks=3, ffn=24, max_token
         _blocks_pass_biases(model, vocab_size, max_tokens)
     expect_learns(model, ids, what="the encoder")
     passed()
+
+
+def _default_sizes(Encoder, vocab_size):
+    """Encoder(vocab_size) alone has TinyTransformer's sizes: the notebook builds it so, and loads a
+    trained TinyTransformer's weights into it."""
+    torch.manual_seed(0)
+    model = call(Encoder, vocab_size)
+    sizes = TINY_DEFAULTS
+    try:
+        _encoder_structure(model, vocab_size, sizes["dim"], sizes["blocks"], sizes["ffn"], sizes["max_tokens"],
+                           len(TEAMS))
+        heads = [getattr(block, "heads", sizes["heads"]) for block in model.blocks]
+        expect(all(h == sizes["heads"] for h in heads), f"its blocks have {heads[0]} heads")
+    except AssertionError as error:
+        defaults = ", ".join(f"{name}={value}" for name, value in sizes.items())
+        raise AssertionError(f"Encoder({vocab_size}), every other argument left at its default: {error}. "
+                             f"The defaults are TinyTransformer's ({defaults}, classes=len(TEAMS)), so that "
+                             "`Encoder(len(vocab))` can hold the trained model's weights.") from None
 
 
 def _blocks_pass_biases(model, vocab_size, max_tokens):
@@ -629,6 +655,9 @@ def from_tiny(from_tiny, vocab_size=40, dim=16, heads=2, blocks=2, ffn=24, max_t
            "`mine = from_tiny(Encoder(len(vocab)), model)` gives the filled encoder")
     expect(isinstance(filled, nn.Module) and hasattr(filled, "blocks"),
            f"from_tiny should return the encoder it filled, got {type(filled).__name__}")
+    training = [name or "the encoder" for name, module in filled.named_modules() if module.training]
+    expect(not training, f"from_tiny returned the encoder in training mode ({_some(training)}): its "
+           "dropout would still zero random numbers at every call. The task asks for it in evaluation mode.")
     problem = _tiny_problem(filled, tiny)
     expect(problem is None, f"{problem}." if problem else "")
     expect(not shared, f"the encoder's {_some(shared)} are tiny's own tensors, not copies: change or "
