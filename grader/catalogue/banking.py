@@ -7,7 +7,10 @@ probe must give each query a random order drawn from the generator. A reversal i
 for every seed: it keeps every pair of neighbours side by side (only flipped), so a model that reads
 short phrases can still recognise them, and repeating the probe with other seeds measures nothing
 new. The check therefore asks that different seeds give different orders, which refuses the
-identity, a reversal and any other fixed reordering alike.
+identity, a reversal and any other fixed reordering alike. A rotation by a random shift is random
+but no better a probe: it keeps every pair of neighbours but one, so the check also asks, over many
+seeds, that the rows do not move as blocks, and that every position changes token in some draw (a
+shuffle that leaves the first word in front keeps the word that often names the intent).
 """
 
 from grader.catalogue import Right, Wrong
@@ -96,6 +99,25 @@ def shuffle_tokens(ids, generator):
         n = int((ids[row] != PAD).sum())
         out[row, :n] = ids[row, :n][torch.randperm(n, generator=generator)]
 ''', expect=("return",)),
+    Wrong("shuffle_tokens", "a rotation by a random shift (neighbours stay together)", '''\
+def shuffle_tokens(ids, generator):
+    out = ids.clone()
+    real = (ids != PAD).sum(dim=1)
+    for row, n in enumerate(real.tolist()):
+        if n > 1:
+            shift = int(torch.randint(1, n, (1,), generator=generator))
+            out[row, :n] = torch.roll(ids[row, :n], shift)
+    return out
+''', expect=("neighbours", "rotation")),
+    Wrong("shuffle_tokens", "positions 1..n-1 shuffled, the first token never moved", '''\
+def shuffle_tokens(ids, generator):
+    out = ids.clone()
+    real = (ids != PAD).sum(dim=1)
+    for row, n in enumerate(real.tolist()):
+        if n > 1:
+            out[row, 1:n] = ids[row, 1:n][torch.randperm(n - 1, generator=generator)]
+    return out
+''', expect=("never moved", "first token")),
 ]
 
 RIGHT = [
@@ -160,6 +182,46 @@ class SinusoidEncoder(TinyTransformer):
 
 def _encoder(forward=_FORWARD, init=_INIT, table=_SINUSOID):
     return table + init + forward
+
+
+# The audit's answers (issue: blind spots of the SinusoidEncoder check): the sinusoid of the stack and
+# flatten form, and the subclass whose forward names each step.
+_STACKED = '''\
+def sinusoid(length, d):
+    position = torch.arange(length, dtype=torch.float32).unsqueeze(1)
+    angle = position / 10000 ** (torch.arange(0, d, 2, dtype=torch.float32) / d)
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)
+
+'''
+
+_STEPS = '''\
+class SinusoidEncoder(TinyTransformer):
+    def __init__(self, vocab_size, classes):
+        super().__init__(vocab_size, classes=classes, positions=False)
+
+    def forward(self, ids):
+        h = self.embed(ids)
+        h = h + sinusoid(ids.shape[1], h.shape[2])
+        pad = ids == PAD
+        h = self.blocks(h, src_key_padding_mask=pad)
+        keep = (~pad).unsqueeze(-1).float()
+        return self.out((self.norm(h) * keep).sum(1) / keep.sum(1))
+'''
+
+_TABLE_300 = '''\
+class SinusoidEncoder(TinyTransformer):
+    def __init__(self, vocab_size, classes):
+        super().__init__(vocab_size, classes=classes, positions=False)
+        self.register_buffer("table", sinusoid(300, 64), persistent=False)
+
+    def forward(self, ids):
+        h = self.embed(ids)
+        h = h + self.table[:ids.shape[1]]
+        pad = ids == PAD
+        h = self.blocks(h, src_key_padding_mask=pad)
+        keep = (~pad).unsqueeze(-1).float()
+        return self.out((self.norm(h) * keep).sum(1) / keep.sum(1))
+'''
 
 
 WRONG += [
@@ -239,6 +301,20 @@ class SinusoidEncoder(TinyTransformer):
         keep = (ids != PAD).unsqueeze(-1).float()
         return self.out((h * keep).sum(1) / keep.sum(1))
 '''), expect=("output", "final norm")),
+    Wrong("SinusoidEncoder", "sinusoid divides by 64, not by d (right only at the encoder's width)",
+          _STACKED.replace("/ d)", "/ 64)") + _STEPS, expect=("width", "its own d")),
+    Wrong("SinusoidEncoder", "a buffer of 300 rows computed once (fails past 300 tokens)",
+          _STACKED + _TABLE_300, expect=("could not read", "fixed number of rows")),
+    Wrong("SinusoidEncoder", "positions capped at 119 in sinusoid", _STACKED.replace(
+        "torch.arange(length, dtype=torch.float32).unsqueeze(1)",
+        "torch.arange(length, dtype=torch.float32).clamp(max=119).unsqueeze(1)") + _STEPS,
+        expect=("from position 120", "fixed length")),
+    Wrong("SinusoidEncoder", "dropout 0.5 passed to TinyTransformer (eval mode hides it)", _STACKED + _STEPS.replace(
+        "positions=False)", "positions=False, dropout=0.5)"), expect=("dropout", "TinyTransformer's default")),
+    Wrong("SinusoidEncoder", "the sinusoid added only when not training", _STACKED + _STEPS.replace(
+        "        h = h + sinusoid(ids.shape[1], h.shape[2])\n",
+        "        if not self.training:\n            h = h + sinusoid(ids.shape[1], h.shape[2])\n"),
+        expect=("training", "sinusoid is not added")),
 ]
 
 RIGHT += [

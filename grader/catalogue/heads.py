@@ -137,6 +137,15 @@ def key_padding_mask(ids):
 def key_padding_mask(ids):
     return (ids == 0).long().view(ids.shape[0], 1, 1, ids.shape[1])
 ''', expect=("bool",)),
+    Wrong("key_padding_mask", "built from a count of real tokens (assumes the pads come last)", '''\
+def key_padding_mask(ids):
+    lengths = (ids != PAD).sum(dim=1)
+    return (torch.arange(ids.shape[1])[None, :] >= lengths[:, None])[:, None, None, :]
+''', expect=("count of pads", "not where they are", "wherever")),
+    Wrong("key_padding_mask", "True from the first PAD on (cumsum: assumes the pads come last)", '''\
+def key_padding_mask(ids):
+    return ((ids == PAD).cumsum(dim=1) > 0)[:, None, None, :]
+''', expect=("first pad on", "word after a pad", "wherever")),
 
     # MultiHead -----------------------------------------------------------------------------------
     Wrong("MultiHead", "split with view and no transpose, inside the layer", _multihead('''\
@@ -455,6 +464,18 @@ def causal_mask(ids):
     Wrong("causal_mask", "a float mask", _causal(
         "    return (torch.ones(s, s).triu(1) + (ids == PAD)[:, None, None, :].float()).clamp(max=1)"),
         expect=("dtype", "bool")),
+    Wrong("causal_mask", "pads from a count of real tokens (assumes the pads come last)", '''\
+def causal_mask(ids):
+    s = ids.shape[1]
+    lengths = (ids != PAD).sum(dim=1)
+    pads = torch.arange(s)[None, :] >= lengths[:, None]
+    ahead = torch.arange(s)[None, :] > torch.arange(s)[:, None]
+    return ahead | pads[:, None, None, :]
+''', expect=("count of pads", "not where they are", "wherever")),
+    Wrong("causal_mask", "pads from the first PAD on (cumsum: assumes the pads come last)", _causal(
+        "    pads = (ids == PAD).cumsum(dim=1) > 0\n"
+        "    return torch.ones(s, s, dtype=torch.bool).triu(1) | pads[:, None, None, :]"),
+        expect=("first pad on", "word after a pad", "wherever")),
 ]
 
 RIGHT += [

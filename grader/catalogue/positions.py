@@ -166,6 +166,48 @@ class LearnedPositions(nn.Module):
     Wrong("LearnedPositions", "adds in place to the caller's h",
           _learned("h += self.table(torch.arange(s))\n        return h"),
           expect=("in place",)),
+    Wrong("LearnedPositions", "nn.Embedding with padding_idx=0: row 0 never learns",
+          '''
+class LearnedPositions(nn.Module):
+    def __init__(self, max_len, d_model):
+        super().__init__()
+        self.max_len = max_len
+        self.rows = nn.Embedding(max_len, d_model, padding_idx=0)
+
+    def forward(self, h):
+        s = h.shape[1]
+        if s > self.max_len:
+            raise ValueError(f"cannot read a sequence of {s} tokens: the position table has {self.max_len} rows")
+        return h + self.rows(torch.arange(s, device=h.device))
+''', expect=("row 0", "no gradient", "padding_idx")),
+    Wrong("LearnedPositions", "row 0 of the table read detached: it never learns",
+          '''
+class LearnedPositions(nn.Module):
+    def __init__(self, max_len, d_model):
+        super().__init__()
+        self.max_len = max_len
+        self.table = nn.Parameter(torch.randn(max_len, d_model))
+
+    def forward(self, h):
+        s = h.shape[1]
+        if s > self.max_len:
+            raise ValueError(f"cannot read {s} tokens: the position table has {self.max_len} rows")
+        rows = torch.cat([self.table[:1].detach(), self.table[1:s]])
+        return h + rows
+''', expect=("row 0", "no gradient", "detached")),
+    Wrong("LearnedPositions", "error message names the tokens of the whole batch, not the length",
+          '''
+class LearnedPositions(nn.Module):
+    def __init__(self, max_len, d_model):
+        super().__init__()
+        self.max_len = max_len
+        self.rows = nn.Parameter(torch.randn(max_len, d_model))
+
+    def forward(self, h):
+        if h.shape[1] > self.max_len:
+            raise ValueError(f"cannot read {h.numel() // h.shape[-1]} tokens: the position table has {self.max_len} rows")
+        return h + self.rows[:h.shape[1]]
+''', expect=("length asked for", "whole batch")),
 
     # -----------------------------------------------------------------------------------------
     # sinusoid
@@ -198,6 +240,15 @@ def sinusoid(length, d):
           _sinusoid(positions="torch.arange(1, length + 1)"), expect=("start at 0",)),
     Wrong("sinusoid", "table transposed (d, length)",
           _sinusoid(tail=".T"), expect=("transposed",)),
+    Wrong("sinusoid", "a table of 512 rows, sliced (longer lengths get 512 rows)",
+          '''
+def sinusoid(length, d):
+    exponents = torch.arange(0, d, 2, dtype=torch.float32) / d
+    angles = torch.arange(512, dtype=torch.float32)[:, None] / 10000 ** exponents
+    return torch.stack((angles.sin(), angles.cos()), dim=-1).reshape(512, d)[:length]
+''', expect=("long table", "one row for every position", "fixed number of rows")),
+    Wrong("sinusoid", "positions taken modulo 256 (the table wraps around)",
+          _sinusoid(positions="(torch.arange(length) % 256)"), expect=("position 256", "wrap around")),
 
     # -----------------------------------------------------------------------------------------
     # mean_pool
@@ -236,6 +287,15 @@ def mean_pool(h, pad):
     counts = (~pad).sum(1)
     return torch.stack([h[i, :n].mean(0) for i, n in enumerate(counts.tolist())])
 ''', expect=("pads first", "mask itself")),
+    Wrong("mean_pool", "every position from the first real token to the last (assumes one block)",
+          '''
+def mean_pool(h, pad):
+    rows = []
+    for r in range(h.shape[0]):
+        where = (~pad[r]).nonzero().flatten()
+        rows.append(h[r, int(where[0]):int(where[-1]) + 1].mean(0))
+    return torch.stack(rows)
+''', expect=("pads between them", "those pads included", "anywhere")),
     Wrong("mean_pool", "count of real tokens not kept as a column",
           '''
 def mean_pool(h, pad):

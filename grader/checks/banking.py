@@ -8,20 +8,32 @@ prints "Check passed" or raises AssertionError naming the likely mistake. What t
   in a random order drawn from `generator`, each row by its own length, while every pad stays where
   it was and the input is left as it came. A fixed reordering (the identity, a reversal, one
   permutation for all seeds) is refused: the probe must be random, so different seeds must give
-  different orders, and the same seed the same one.
+  different orders, and the same seed the same one. Over DRAWS seeds, on rows of distinct tokens,
+  every position (the first included) must change token in some draw, and the rows must not move
+  as blocks (a rotation keeps all neighbours but one side by side): a random permutation passes
+  both but with probability about 3e-14 (_orders_are_random), a rotation or a shuffle that leaves
+  one position alone never does.
 - SinusoidEncoder(vocab_size, classes) is ticketnet.TinyTransformer(positions=False) with the fixed
   sinusoidal table added to the token embeddings before the blocks: it reads 200 tokens (longer
   than any learned table), trains exactly as many parameters as TinyTransformer(positions=False),
   sees word order, ignores extra pad columns, and adds exactly sin/cos(p / 10000^(2i/d)),
   interleaved, which is proven twice: on the input of its first block, and on its scores with
-  the check's fixed weights put in it, against grader.references.
+  the check's fixed weights put in it, against grader.references. It reads a batch of 400 to 600
+  tokens too, scoring as grader.references' sinusoid of that length says (no table of fixed
+  length, no position capped). Its dropout is TinyTransformer's (the same rates, nothing
+  more): in training mode, from one random state, it scores as TinyTransformer with the sinusoid,
+  which also proves the sinusoid added while it trains.
+- sinusoid(length, d), the function of the same answer cell, is grader.references' table at
+  widths other than the encoder's 64 and at lengths past 500: its angles follow its own d.
 """
 
 import torch
 from torch import nn
 
 from grader import references
-from grader.checks import call, expect, expect_close, expect_learns, expect_shape, fresh_generator, passed, task
+from grader.checks import (call, close, expect, expect_close, expect_learns, expect_shape, fresh_generator, passed,
+                           task)
+from grader.checks.positions import returned_table
 
 PAD = 0
 
@@ -76,12 +88,13 @@ def check_shuffle_tokens(shuffle_tokens, lengths=(9, 6, 12, 3, 7, 12, 5, 10), s=
            "random permutation of each row's real tokens should move most of them.")
     others = [_shuffle(shuffle_tokens, original.clone(), seed + k, salt=2) for k in (1, 2, 3)]
     _orders_drawn_per_row(out, others, original, lengths)
+    _orders_are_random(shuffle_tokens, seed)
     passed()
 
 
-def _same_tokens_and_pads(out, ids, original, lengths):
+def _same_tokens_and_pads(out, ids, original, lengths, moved=True):
     """A new LongTensor of the same shape: per row the same tokens, pads where they were, the
-    input untouched, and some token moved."""
+    input untouched, and (`moved`) some token moved."""
     expect(torch.equal(ids, original),
            "shuffle_tokens modified its input in place: the caller's ids changed. Work on a copy "
            "(out = ids.clone()) and return the copy; the original queries are still needed.")
@@ -105,7 +118,7 @@ def _same_tokens_and_pads(out, ids, original, lengths):
             f"pads moved: row {row} has {int(lengths[row])} real tokens then pads, and after the shuffle "
             f"it reads {out[row].tolist()}. Shuffle only the first n positions of each row, n being "
             "that row's own number of real tokens: not all the columns, nor one length for every row.")
-    expect(not torch.equal(out, original),
+    expect(not moved or not torch.equal(out, original),
            "shuffle_tokens returned the queries unchanged: no token moved. Is the reordered row "
            "written into the tensor you return?")
 
@@ -134,6 +147,55 @@ def _orders_drawn_per_row(out, others, original, lengths):
            f"the last real tokens of the longer rows never move (rows {stuck}, over four seeds): only "
            "the first few positions are shuffled. Shuffle every row over its own length n = its "
            "number of real tokens, not the shortest row's length for all.")
+
+
+DRAWS = 16  # seeds of the statistical test of shuffle_tokens
+RANDOM_LENGTHS = (10, 8)  # its rows of distinct tokens; the second padded
+
+
+def _orders_are_random(shuffle_tokens, seed):
+    """Over DRAWS seeds (other seeds for each `seed`), on a row of 10 and one of 8 distinct tokens:
+    every position of a row holds another token in some draw, and fewer than half the draws keep
+    all but one of a row's pairs of neighbours side by side (either way round).
+
+    A shuffle that never moves one position (the first, say) fails the first test, and any rotation
+    (by a random shift or not) the second, whatever the seeds: it keeps n - 2 of the n - 1 pairs in
+    every draw. A random permutation of n tokens fails them with probability
+    - first test: at most n * n**-DRAWS (a given position keeps its token in a draw with
+      probability 1/n): 2.8e-14 for n = 8, 1e-15 for n = 10;
+    - second test: P(Binomial(DRAWS, q) >= DRAWS / 2), q the share of the n! orders that keep
+      n - 2 pairs or more (36 of 8!, 48 of 10!, counted by enumeration): 5.2e-21 for n = 8,
+      1.2e-35 for n = 10;
+    so 2.9e-14 in all (by the union bound; rows may share a draw), for each call of the check."""
+    lengths = RANDOM_LENGTHS
+    original = _batch(lengths, max(lengths), 500 + seed)
+    draws = []
+    for k in range(DRAWS):
+        ids = original.clone()
+        out = _shuffle(shuffle_tokens, ids, 10_000 + DRAWS * seed + k, salt=3)
+        _same_tokens_and_pads(out, ids, original, lengths, moved=False)
+        draws.append(out)
+    for row, n in enumerate(lengths):
+        tokens = original[row, :n]
+        orders = torch.stack([out[row, :n] for out in draws])  # (DRAWS, n)
+        stuck = [p for p in range(n) if bool((orders[:, p] == tokens[p]).all())]
+        if stuck:
+            first = " (the first token never leaves the front)" if stuck[0] == 0 else ""
+            raise AssertionError(
+                f"over {DRAWS} seeds, the token at position{'s' if len(stuck) > 1 else ''} "
+                f"{', '.join(map(str, stuck))} of a row of {n} real tokens never moved{first}. A random "
+                "order lets every real token land anywhere among the row's n positions: shuffle all "
+                "n of them, none held in place.")
+        where = (orders.unsqueeze(2) == tokens.view(1, 1, n)).int().argmax(dim=1)  # (DRAWS, n): where token j went
+        kept = ((where[:, 1:] - where[:, :-1]).abs() == 1).sum(dim=1)  # neighbours still side by side
+        blocks = int((kept >= n - 2).sum())
+        if blocks * 2 >= DRAWS:
+            raise AssertionError(
+                f"over {DRAWS} seeds, a row of {n} real tokens kept at least {n - 2} of its {n - 1} pairs "
+                f"of neighbours side by side in {blocks} draws: its tokens move as one block (a rotation "
+                "keeps every pair of neighbours but one), so the model still reads the query's phrases. "
+                "A random order of the row's n tokens (a permutation drawn from `generator`) splits most "
+                "neighbours; draws that keep nearly all of them are rare.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,30 +318,38 @@ def check_sinusoid_encoder(SinusoidEncoder, vocab_size=37, classes=7, long=200, 
     generator = torch.Generator().manual_seed(seed)  # one stream of draws, taken step by step in this order
     _reads_long_tickets(model, vocab_size, classes, long, generator)
     _trains_as_many_parameters(model, blind)
+    _drops_out_as_tiny_transformer(model, blind)
     _adds_the_sinusoid(model, vocab_size, blind.embed.embedding_dim, generator, atol)
     _sees_word_order(model, vocab_size, generator)
     _ignores_extra_pads(model, vocab_size, generator)
     _computes_as_tiny_transformer(model, blind, vocab_size, classes, seed)
+    _reads_any_length(model, vocab_size, classes, blind.embed.embedding_dim, generator, seed)
     expect_learns(model, final_ids(vocab_size, seed), what="SinusoidEncoder", frozen_allowed=True)
+    _trains_with_the_sinusoid(model, vocab_size, classes, generator, seed)
     model.train()
     passed()
+
+
+def _read(model, ids):
+    """The model's output for `ids`; a crash becomes the verdict of a table with too few rows."""
+    try:
+        return model(ids)
+    except NotImplementedError:
+        raise AssertionError("SinusoidEncoder is not written yet: replace `raise NotImplementedError()` "
+                             "with your code, run its cell, then this check.") from None
+    except Exception as error:  # noqa: BLE001 - any crash is the student's verdict
+        raise AssertionError(
+            f"SinusoidEncoder could not read a batch of shape {tuple(ids.shape)} ({ids.shape[1]} tokens): "
+            f"it raised {type(error).__name__}: {error}. A learned table has a fixed number of rows; the "
+            "sinusoid is computed for the length of the batch, sinusoid(ids.shape[1], d), so it has no "
+            "limit.") from error
 
 
 def _reads_long_tickets(model, vocab_size, classes, long, generator):
     """Scores of shape (b, classes) for tickets of `long` tokens, more than a learned table holds."""
     ids = torch.randint(2, vocab_size, (3, long), generator=generator)
     ids[1, long - 50:] = PAD
-    try:
-        out = model(ids)
-    except NotImplementedError:
-        raise AssertionError("SinusoidEncoder is not written yet: replace `raise NotImplementedError()` "
-                             "with your code, run its cell, then this check.") from None
-    except Exception as error:  # noqa: BLE001 - any crash is the student's verdict
-        raise AssertionError(
-            f"SinusoidEncoder could not read a batch of shape {tuple(ids.shape)} ({long} tokens): it "
-            f"raised {type(error).__name__}: {error}. A learned table has a fixed number of rows; the "
-            "sinusoid is computed for the length of the batch, sinusoid(ids.shape[1], d), so it has no "
-            "limit.") from error
+    out = _read(model, ids)
     expect_shape(out, (3, classes), f"SinusoidEncoder's scores for ids of shape {tuple(ids.shape)}")
 
 
@@ -292,6 +362,25 @@ def _trains_as_many_parameters(model, blind):
             f"SinusoidEncoder has {theirs:,} trainable parameters, TinyTransformer(positions=False) "
             f"{expected:,}: {extra:+,}. Nothing in the sinusoid trains: compute it in forward or keep "
             "it with register_buffer, not as an nn.Parameter or an nn.Embedding (a learned table).")
+
+
+def _drops_out_as_tiny_transformer(model, blind):
+    """TinyTransformer's dropout: each nn.Dropout of the model drops with TinyTransformer's rate (its
+    default), and attention's own dropout is TinyTransformer's. The comparisons in eval mode cannot
+    see it; _trains_with_the_sinusoid then proves no other dropout is drawn."""
+    def rates(module):
+        return sorted({float(m.p) for m in module.modules() if isinstance(m, nn.Dropout)})
+
+    def attention(module):
+        return sorted({float(getattr(m, "dropout", 0.0)) for m in module.modules() if isinstance(m, nn.MultiheadAttention)})
+
+    for what, found in (("dropout layers drop", rates), ("attention drops its weights", attention)):
+        theirs, ours = found(model), found(blind)
+        expect(set(theirs) <= set(ours),
+               f"SinusoidEncoder's {what} with p = {', '.join(map(str, theirs))}, where "
+               f"TinyTransformer(positions=False)'s drop with p = {', '.join(map(str, ours))}: its dropout is "
+               "set otherwise than TinyTransformer's default. The task changes the positions only: keep "
+               "TinyTransformer's other settings, its dropout included.")
 
 
 def _adds_the_sinusoid(model, vocab_size, d, generator, atol):
@@ -367,18 +456,137 @@ def _computes_as_tiny_transformer(model, blind, vocab_size, classes, seed):
 
 
 FRESH_LONGEST = 90  # the longest new tickets the check draws; the sinusoid is recorded this long
+ANY_LENGTH = (400, 600)  # the lengths the long batch is drawn from: past every hidden test's `long`
 
 
-def sinusoid_twin(vocab_size, classes, s, seed):
+def sinusoid_twin(vocab_size, classes, s, seed, table=None):
     """What SinusoidEncoder should compute on tickets of up to `s` tokens, holding the check's fixed
     weights, built as the check runs: ticketnet.TinyTransformer whose position table holds the
-    sinusoid's first `s` rows (a sinusoid is a position table that is computed, not learned)."""
+    sinusoid's first `s` rows (a sinusoid is a position table that is computed, not learned): the
+    recorded one, up to FRESH_LONGEST rows, unless `table` is given."""
     from ticketnet import TinyTransformer
     twin = TinyTransformer(vocab_size, classes=classes, max_tokens=s).eval()
     load_fixed_parameters({name: p for name, p in twin.named_parameters() if not name.startswith("position.")}, seed)
-    table = references.expected("banking", "added_tables", FRESH_LONGEST, twin.embed.embedding_dim)["right"]
+    if table is None:
+        table = references.expected("banking", "added_tables", FRESH_LONGEST, twin.embed.embedding_dim)["right"]
     with torch.no_grad():
         twin.position.weight.copy_(table[:s])
     return twin
 
 
+def _reads_any_length(model, vocab_size, classes, d, generator, seed):
+    """A batch of ANY_LENGTH tokens (one ticket of them all) scores as the sinusoid of
+    grader.references says: no table of fixed length, no position capped. Its length comes from
+    the check's own seeded stream, so the message is the same wherever the check runs, and the
+    student edition holds that table's values. Its angles reach 600, where float32 keeps about 1e-4
+    of them, hence the loose tolerance."""
+    s = int(torch.randint(ANY_LENGTH[0], ANY_LENGTH[1] + 1, (), generator=generator))
+    ids = torch.randint(2, vocab_size, (2, s), generator=generator)
+    ids[1, int(torch.randint(s // 2, s, (), generator=generator)):] = PAD
+    out = _read(model, ids)
+    expect_shape(out, (2, classes), f"SinusoidEncoder's scores for ids of shape {tuple(ids.shape)}")
+    table = references.expected("positions", "sinusoid", s, d)["right"]
+    with torch.random.fork_rng():  # building layers draws: the student's next draw must not move
+        twin = sinusoid_twin(vocab_size, classes, s, seed, table=table.float())
+    with torch.enable_grad():  # the layer's plain path
+        want = twin(ids).detach()
+    if close(out.detach(), want, "loose"):
+        return
+    embedded, entering = _token_table(model, vocab_size, d), _first_block_input(model, ids)
+    if embedded is not None and entering is not None and tuple(entering.shape) == (2, s, d):
+        wrong = ((entering[0] - embedded[ids[0]]).double() - table).abs().amax(dim=1) > 1e-3  # (s,)
+        if wrong.any() and int(wrong.nonzero()[0]) > 0:
+            first = int(wrong.nonzero()[0])
+            raise AssertionError(
+                f"on a batch of {s} tokens, the vectors added to the embeddings are the sinusoid up to "
+                f"position {first - 1}, then not the sinusoid of their position from position {first} on: "
+                "the sinusoid stops at a fixed length (a table of so many rows, or positions capped). "
+                "It is computed for the length of the batch, however long.")
+    gap = (out.detach().float() - want).abs().max().item()
+    raise AssertionError(
+        f"SinusoidEncoder's output on a batch of {s} tokens differs from the expected values by up to "
+        f"{gap:.3g}, while on shorter batches it is right: is the sinusoid cut at a fixed length (a table "
+        "of so many rows, or positions capped)? It is computed for the length of the batch, however long.")
+
+
+def _encoder_width():
+    """TinyTransformer's width, the d of every sinusoid SinusoidEncoder asks for."""
+    import inspect
+
+    from ticketnet import TinyTransformer
+    return inspect.signature(TinyTransformer).parameters["dim"].default
+
+
+def _trains_with_the_sinusoid(model, vocab_size, classes, generator, seed):
+    """In training mode, from one random state (so that dropout drops the same numbers), the model
+    scores as TinyTransformer with the sinusoid: the sinusoid is added while it trains too, and it
+    drops out where TinyTransformer does, nowhere else. (Tickets from the check's stream: the eval
+    mode's fresh ones already prove that no recorded result answers.)"""
+    from ticketnet import TinyTransformer
+    b, s = int(torch.randint(2, 6, (), generator=generator)), int(torch.randint(8, FRESH_LONGEST + 1, (), generator=generator))
+    ids = torch.randint(2, vocab_size, (b, s), generator=generator)
+    ids[torch.arange(s)[None, :] >= torch.randint(1, s + 1, (b, 1), generator=generator)] = PAD
+    ids[0] = ids[0].masked_fill(ids[0] == PAD, 2)  # one ticket of the whole length
+    state = int(torch.randint(2**62, (), generator=generator))
+    with torch.random.fork_rng():  # the seeds below and the layers built draw: the student's next draw must not move
+        twin = sinusoid_twin(vocab_size, classes, s, seed).train()
+        blind = TinyTransformer(vocab_size, classes=classes, positions=False).train()
+        load_fixed_parameters(dict(blind.named_parameters()), seed)
+        model.train()
+        outputs = []
+        for net in (model, twin, blind):
+            torch.manual_seed(state)
+            with torch.enable_grad():  # the path training takes
+                outputs.append(_scores(net, ids, "SinusoidEncoder") if net is model else net(ids).detach())
+    got, want, without = outputs
+    expect_shape(got, want.shape, f"SinusoidEncoder's scores in training mode for ids of shape {tuple(ids.shape)}")
+    if close(got, want):
+        return
+    if close(got, without):
+        raise AssertionError(
+            "in training mode SinusoidEncoder scores as TinyTransformer(positions=False), dropout and all: "
+            "the sinusoid is not added while it trains (only in eval mode?). Training is where the model "
+            "learns to use the positions: they are added in every mode.")
+    gap = (got.float() - want).abs().max().item()
+    raise AssertionError(
+        f"in training mode, its dropout drawing from the same random state as TinyTransformer's, "
+        f"SinusoidEncoder's scores differ from the expected ones by up to {gap:.3g}, while in eval mode "
+        "they are right: does forward do something else while training (self.training), or drop out "
+        "where TinyTransformer does not? The task adds the sinusoid and changes nothing else.")
+
+
+# ---------------------------------------------------------------------------------------------
+# sinusoid, the function of SinusoidEncoder's cell
+# ---------------------------------------------------------------------------------------------
+
+
+@task
+def check_sinusoid_table(sinusoid, sizes=((45, 32), (7, 16), (520, 8)), atol=1e-3):
+    """sinusoid(length, d) at each (length, d) of `sizes`: a (length, d) float tensor equal to the
+    table of grader.references (within atol: float32 keeps about 1e-4 of an angle of 500). SinusoidEncoder
+    only ever asks for d = 64: other widths show a table whose angles do not follow d."""
+    for length, d in sizes:
+        width = _encoder_width()
+        tables = references.expected("positions", "sinusoid", length, d, None if d == width else width)
+        table, right = returned_table(sinusoid, length, d).double(), tables["right"].double()
+        gap = (table - right).abs()
+        if gap.max() <= atol:
+            continue
+        if d != width and (table - tables["another width"].double()).abs().max() <= atol:
+            raise AssertionError(
+                f"sinusoid({length}, {d}) is the table of a width of {width}, not of {d}: its angles divide "
+                f"the column index by {width} where the task divides it by d, the width it is given. "
+                f"SinusoidEncoder's width is {width}, which hides it there; sinusoid(length, d) must follow "
+                "its own d at any width.")
+        row = int((~(gap.amax(dim=1) <= atol)).nonzero()[0])  # a NaN counts as wrong
+        if row > 0 and (table[row:] - table[row - 1]).abs().max() <= atol:
+            raise AssertionError(
+                f"sinusoid({length}, {d}) repeats from position {row} on the row of position {row - 1}: the "
+                "positions stop growing there (capped, or a table of fixed length). Every position p of "
+                "the batch, however far, has its own row.")
+        column = int(gap[row].argmax())
+        raise AssertionError(
+            f"sinusoid({length}, {d}) differs from sin/cos(p / 10000^(2i/d)) by up to {gap.max():.3g}, "
+            f"first at position {row}, column {column}: even columns 2i hold the sin, odd columns 2i+1 "
+            "the cos of the same angle, for every position p and at any width d.")
+    passed()

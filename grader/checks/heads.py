@@ -8,8 +8,9 @@ student's q, k, v and out, compares the output with nn.MultiheadAttention holdin
 grader.references), and when they differ, with the usual mistakes (no mask, the wrong scale,
 projections swapped, no output projection) to say which one the output matches. Each check ends on
 tickets drawn as it runs (fresh_tickets), where no recorded result can answer for the student's
-code: the masks against where the check put the pads, MultiHead with its query and key weights at
-zero, where every token reads the mean of its ticket's values.
+code: the masks against where the check put the pads (after the words, before them, and between
+them, which no mask built from a count of words or from the first PAD on gets right), MultiHead
+with its query and key weights at zero, where every token reads the mean of its ticket's values.
 """
 
 import itertools
@@ -29,12 +30,68 @@ _TRANSPOSE_HINT = ("did you `view` (or `reshape`) straight to (b, heads, s, dh) 
 
 
 def fresh_tickets(batch=4, seq=12):
-    """Token ids (batch, seq) of lengths drawn as the check runs (fresh_generator), and `pads`,
-    (batch, seq) True at every position at or past a ticket's length: where its PADs are."""
-    generator = fresh_generator()
-    lengths = torch.randint(1, seq + 1, (batch,), generator=generator)
-    ids = padded_ids(tuple(lengths.tolist()), seq, int(torch.randint(2**31, (), generator=generator)))
-    return ids, torch.arange(seq)[None, :] >= lengths[:, None]
+    """tickets_with_pads_anywhere drawn as the check runs (fresh_generator): no recorded result
+    answers them."""
+    return tickets_with_pads_anywhere(fresh_generator(), batch, seq)
+
+
+def tickets_with_pads_anywhere(generator, batch=4, seq=12):
+    """Token ids (batch, seq) drawn from `generator`, and `pads`, (batch, seq) True where an id is
+    PAD. The PADs are not only at the end: of the first three tickets (in an order drawn too) one
+    has its PADs after its words, one before them, and one between two of them; the others have
+    PADs drawn anywhere. Every ticket keeps a real word (and one UNK), so no row of attention is
+    blocked entirely. Needs batch >= 3 and seq >= 3."""
+    pads = torch.zeros(batch, seq, dtype=torch.bool)
+    kinds = ["end", "start", "middle"] + ["anywhere"] * (batch - 3)
+    for row, r in enumerate(torch.randperm(batch, generator=generator).tolist()):
+        kind = kinds[row]
+        if kind in ("end", "start"):
+            real = int(torch.randint(1, seq, (), generator=generator))  # at least one PAD, one word
+            if kind == "end":
+                pads[r, real:] = True
+            else:
+                pads[r, :seq - real] = True
+        else:
+            pads[r] = torch.rand(seq, generator=generator) < 0.4
+            first, between, last = torch.randperm(seq, generator=generator)[:3].sort().values.tolist()
+            pads[r, first] = pads[r, last] = False  # a word on each side of a PAD
+            if kind == "middle":
+                pads[r, between] = True
+    ids = torch.randint(2, 60, (batch, seq), generator=generator)
+    for r in range(batch):
+        words = (~pads[r]).nonzero().flatten()
+        ids[r, words[int(torch.randint(len(words), (), generator=generator))]] = UNK  # a real token
+    ids[pads] = PAD
+    return ids, ids == PAD
+
+
+def pads_from_the_end(ids):
+    """{what the mask holds: (b, s) bool} for two masks that are right only when every PAD comes
+    after the words: one True at the last n positions of a ticket with n PADs (a count), one True
+    from a ticket's first PAD on."""
+    s = ids.shape[1]
+    count = (ids == PAD).sum(1, keepdim=True)
+    return {"count": torch.arange(s)[None, :] >= s - count, "first PAD on": (ids == PAD).cumsum(1) > 0}
+
+
+def _pads_anywhere(task, out, pads, ids, blocked="the mask"):
+    """The message for a mask's pads `out` (b, s) that are right on the check's first tickets, whose
+    PADs come last, and differ from `pads` on tickets_with_pads_anywhere; `blocked` names what must
+    hold the PADs."""
+    t, p = (out != pads).nonzero()[0].tolist()
+    where = (f"(ticket {t}, position {p}, token id {ids[t, p].item()}, is wrong). {blocked[0].upper()}{blocked[1:]} "
+             f"must be True exactly where an id is PAD (PAD = {PAD}), wherever it is in the ticket.")
+    start = (f"{task} is right on the check's first tickets, whose PADs all come after their words, but "
+             "not on others whose PADs also come before or between words: ")
+    ending = pads_from_the_end(ids)
+    if torch.equal(out, ending["count"]):
+        return (start + "it blocks the last n positions of a ticket with n PADs, as if every PAD came at "
+                "the end. A count of PADs (or of words) says how many a ticket has, not where they "
+                "are " + where)
+    if torch.equal(out, ending["first PAD on"]):
+        return (start + "it blocks every position from a ticket's first PAD on, as if nothing but PADs "
+                "came after it, so a word after a PAD is blocked too " + where)
+    return start + "it does not block exactly the PADs " + where
 
 
 def seeded_randn(shape, seed):
@@ -178,11 +235,17 @@ def key_padding_mask(key_padding_mask, lengths=(5, 2, 7), seq=None, seed=0):
         raise AssertionError(f"the mask is wrong at ticket {wrong[0]}, position {wrong[-1]} (token id "
                              f"{ids[wrong[0], wrong[-1]].item()}): it must be True exactly where ids == PAD "
                              f"(PAD = {PAD}).")
-    ids, pads = fresh_tickets()
-    out = call(key_padding_mask, ids)
-    expect(isinstance(out, torch.Tensor) and out.shape == (len(ids), 1, 1, ids.shape[1]) and torch.equal(out[:, 0, 0], pads),
-           f"key_padding_mask is right on the check's tickets but not on new ones, of lengths "
-           f"{(~pads).sum(1).tolist()}: it must be True exactly where ids == PAD, whatever the tickets.")
+    # the check's own tickets with PADs before and between words (seeded: the same message in the
+    # notebook and when grading), then new ones drawn as it runs
+    for ids, pads in (tickets_with_pads_anywhere(torch.Generator().manual_seed(40_000 + seed), seq=10),
+                      fresh_tickets()):
+        out = call(key_padding_mask, ids)
+        expect(isinstance(out, torch.Tensor) and out.shape == (len(ids), 1, 1, ids.shape[1]) and out.dtype == torch.bool,
+               f"key_padding_mask is right on the check's first tickets but not on others, with "
+               f"{(~pads).sum(1).tolist()} real tokens: it must return a bool (b, 1, 1, s) mask, True "
+               "exactly where ids == PAD, whatever the tickets.")
+        if not torch.equal(out[:, 0, 0], pads):
+            raise AssertionError(_pads_anywhere("key_padding_mask(ids)", out[:, 0, 0], pads, ids))
     passed()
 
 
@@ -218,15 +281,11 @@ def causal_mask(causal_mask, lengths=(5, 2, 7), seq=None, seed=0):
            "(True where a key is blocked): ticketnet.attention and masked_fill refuse other dtypes.")
     want = masks["right"]
     if torch.equal(out, want):
-        ids, pads = fresh_tickets()
-        positions = torch.arange(ids.shape[1])
-        later = positions[None, :] > positions[:, None]  # [query, key]: the key comes after the query
-        out = call(causal_mask, ids)
-        expect(isinstance(out, torch.Tensor) and out.shape == (len(ids), 1, *later.shape) and torch.equal(
-                   out[:, 0], later | pads[:, None, :]),
-               f"causal_mask is right on the check's tickets but not on new ones, of lengths "
-               f"{(~pads).sum(1).tolist()}: it must be True exactly where the key is a PAD or comes after "
-               "the query, whatever the tickets.")
+        # the check's own tickets with PADs before and between words (seeded: the same message in
+        # the notebook and when grading), then new ones drawn as it runs
+        for ids, pads in (tickets_with_pads_anywhere(torch.Generator().manual_seed(40_000 + seed), seq=10),
+                          fresh_tickets()):
+            _causal_on_pads_anywhere(causal_mask, ids, pads)
         passed()
         return
     known = [
@@ -256,6 +315,31 @@ def causal_mask(causal_mask, lengths=(5, 2, 7), seq=None, seed=0):
                          f"it should be {bool(want[tuple(where)])} there (key {where[3]} is "
                          f"{'a pad' if ids[where[0], where[3]] == PAD else 'a real token'}, "
                          f"{'after' if where[3] > where[2] else 'not after'} the query).")
+
+
+def _causal_on_pads_anywhere(causal_mask, ids, pads):
+    """causal_mask on tickets whose PADs are not only at the end: the keys after the query, and
+    exactly the PAD keys."""
+    positions = torch.arange(ids.shape[1])
+    later = positions[None, :] > positions[:, None]  # [query, key]: the key comes after the query
+    out = call(causal_mask, ids)
+    expect(isinstance(out, torch.Tensor) and out.shape == (len(ids), 1, *later.shape) and out.dtype == torch.bool,
+           f"causal_mask is right on the check's first tickets but not on others, with "
+           f"{(~pads).sum(1).tolist()} real tokens: it must return a bool (b, 1, s, s) mask, True "
+           "exactly where the key is a PAD or comes after the query, whatever the tickets.")
+    if torch.equal(out[:, 0], later | pads[:, None, :]):
+        return
+    # the keys blocked in the last query's row are the pads alone: no key comes after it
+    keys = out[:, 0, -1]
+    if torch.equal(out[:, 0], later | keys[:, None, :]):
+        raise AssertionError(_pads_anywhere("causal_mask(ids)", keys, pads, ids,
+                                            blocked="its padding part, along the keys,"))
+    where = (out[:, 0] != (later | pads[:, None, :])).nonzero()[0].tolist()
+    raise AssertionError(
+        f"causal_mask is right on the check's first tickets but not on others, whose PADs also come "
+        f"before or between words: it is wrong at ticket {where[0]}, query {where[1]}, key "
+        f"{where[2]}. It must be True exactly where the key is a PAD (ids == PAD, wherever it "
+        "is) or comes after the query, whatever the tickets.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,15 +473,16 @@ def _computes_as_pytorch(layer, name, h, mask, lengths, results, heads, d_model,
 def _reads_evenly(layer, name, d_model):
     """On new tickets (fresh_tickets), with the query and key weights at zero, every score of a
     query is the same: each token reads the mean of the values of its ticket's real words, and
-    the layer gives self.out of that mean at every position. A property of attention, whatever the
-    heads, that no recorded result answers."""
+    the layer gives self.out of that mean at every position (a pad's too: the mask blocks pad keys,
+    not pad queries). A property of attention, whatever the heads and wherever the pads, that
+    no recorded result answers."""
     ids, pads = fresh_tickets()
     h = torch.randn(*ids.shape, d_model, generator=fresh_generator())
     with silenced((layer.q, layer.k), (layer.q.bias, layer.k.bias)), torch.no_grad():
         out = call(layer, h, pads[:, None, None, :])
         real = (~pads).unsqueeze(-1).float()
         want = layer.out((layer.v(h) * real).sum(1) / real.sum(1))[:, None, :].expand(*h.shape)
-    expect_close(out, want, f"{name}(h, mask) on new tickets, of lengths {(~pads).sum(1).tolist()}, with "
+    expect_close(out, want, f"{name}(h, mask) on new tickets, with {(~pads).sum(1).tolist()} real tokens, with "
                  "self.q and self.k weighing nothing,", hint="Then every score of a query is the same, and "
                  "each token should read the mean of its ticket's real values. It is right on the check's own "
                  "tickets: does it depend on more than h, the mask and its weights?")

@@ -5,15 +5,19 @@ prints "Check passed" or raises AssertionError naming the likely mistake. The ch
 the contract of COURSE.md (row 2), never with numbers printed on another machine:
 
 - LearnedPositions adds row p of one trainable (max_len, d_model) table to the token at position p,
-  the same for every row of the batch, accepts exactly max_len tokens, refuses more with an error
-  that names the limit and the length, and makes a reordered query pool to another vector;
+  the same for every row of the batch, gives every row it reads a gradient (none kept out of
+  training, as nn.Embedding's padding_idx keeps its row), accepts exactly max_len tokens, refuses
+  more with an error that names the limit and the length (asked with a batch of several tickets,
+  so that the length is not the count of all their tokens), and makes a reordered query pool to
+  another vector;
 - sinusoid is the interleaved sin/cos table of the original transformer (base 10000, angle
   pos / 10000^(2i/d) shared by columns 2i and 2i+1), every row of norm sqrt(d/2);
 - mean_pool averages the real tokens only, wherever the pads are and whatever they hold.
 
 The sinusoid and mean_pool checks end on sizes and tokens drawn as they run (fresh_generator):
 the table told by its properties (row 0, row 1's angles, each row the one before turned by row 1),
-the pool by each row's real tokens, so that in the student edition no recorded result
+and first compared at a length past 2048 with grader.references' table; the pool by each row's real tokens,
+with pads after, before and between them, so that in the student edition no recorded result
 (grader/references) can answer for the student's code.
 """
 
@@ -25,7 +29,7 @@ from torch import nn
 
 from grader import references
 from grader.checks import (TOLERANCE, call, close, expect, expect_close, expect_learns, expect_shape, fresh_generator,
-                           passed, task)
+                           gradients, passed, task)
 
 # ---------------------------------------------------------------------------------------------
 # LearnedPositions
@@ -106,8 +110,9 @@ def check_learned_positions(LearnedPositions, max_len=120, d_model=64, batch=3, 
     rows = table.detach().clone()
     for s in (*lengths, max_len):
         _adds_row_p_at_position_p(module, rows, batch, s, d_model, max_len, generator)
-    expect_learns(module, torch.randn(batch, max_len, d_model, generator=generator),
-                  what=f"LearnedPositions({max_len}, {d_model})")
+    h = torch.randn(batch, max_len, d_model, generator=generator)
+    expect_learns(module, h, what=f"LearnedPositions({max_len}, {d_model})")
+    _every_row_learns(module, h, max_len, d_model)
     if max_len >= 6:
         _order_is_visible(module, d_model, seed)
     for s in (max_len + 1, max_len + 9):
@@ -131,6 +136,33 @@ def _learned_table(module, max_len, d_model):
     table = _find_table(module, max_len, d_model)
     expect(table.requires_grad, "the position table should be trainable (requires_grad=True)")
     return table
+
+
+def _every_row_learns(module, h, max_len, d_model):
+    """Every row of the (max_len, d_model) table that a call on h reads (rows 0 to s - 1) gets a
+    gradient that is not zero from the output (grader.checks.gradients, in the kernel when
+    grading): a row kept out of training (padding_idx, a row detached) stays as it was drawn."""
+    s = h.shape[1]
+    remote = hasattr(type(module), "outputs_with")
+    found = module.gradients(h) if remote else gradients(module, module, h)
+    for name, p in module.named_parameters():
+        if tuple(p.shape) != (max_len, d_model):
+            continue
+        gradient = found.get(name)
+        if isinstance(gradient, torch.Tensor) and gradient.is_sparse:
+            gradient = gradient.to_dense()
+        if not (isinstance(gradient, torch.Tensor) and tuple(gradient.shape) == (max_len, d_model)):
+            gradient = torch.zeros(max_len, d_model)
+        dead = [row for row in range(s) if not bool((gradient[row] != 0).any())]
+        if dead:
+            rows = f"row {dead[0]}" if len(dead) == 1 else f"{len(dead)} rows (the first {dead[0]})"
+            raise AssertionError(
+                f"LearnedPositions({max_len}, {d_model}): {rows} of the position table ({name}) "
+                f"{'gets' if len(dead) == 1 else 'get'} no gradient from a call on {s} tokens, which reads "
+                f"rows 0 to {s - 1}, so training could never change "
+                f"{'that position' + chr(39) + 's vector' if len(dead) == 1 else 'those positions' + chr(39) + ' vectors'}. "
+                "Every position is a real position: is a row kept out of training, by "
+                "nn.Embedding's padding_idx (meant for a pad token's row) or by a detached slice?")
 
 
 def _adds_row_p_at_position_p(module, rows, batch, s, d_model, max_len, generator):
@@ -163,9 +195,10 @@ def _adds_row_p_at_position_p(module, rows, batch, s, d_model, max_len, generato
                  hint="Position p should get row p of the table, for p from 0 to s - 1.")
 
 
-def _refuses_past_the_table(module, s, d_model, max_len, generator):
-    """s tokens, more than the table holds: a ValueError (or IndexError) naming the limit and s."""
-    h = torch.randn(1, s, d_model, generator=generator)
+def _refuses_past_the_table(module, s, d_model, max_len, generator, batch=2):
+    """A batch of tickets of s tokens, more than the table holds: a ValueError (or IndexError)
+    naming the limit and s (not batch x s, the tokens of the whole batch)."""
+    h = torch.randn(batch, s, d_model, generator=generator)
     try:
         module(h)
     except NotImplementedError:
@@ -175,11 +208,12 @@ def _refuses_past_the_table(module, s, d_model, max_len, generator):
         missing = [what for what, number in ((f"the limit ({max_len} positions)", max_len),
                                              (f"the length asked for ({s})", s))
                    if not _names_number(message, number)]
+        whole = (f" It names {batch * s}, the tokens of the whole batch of {batch} tickets: the length "
+                 "is that of one sequence, h's dimension 1." if _names_number(message, batch * s) else "")
         expect(not missing,
-               f"a sequence of {s} tokens raised {type(error).__name__}: {message!r}, which does "
-               f"not name {' nor '.join(missing)}. Check the length before the lookup and raise "
-               "ValueError(f\"cannot read {s} tokens, the position table has {max_len}\") with "
-               "both numbers.")
+               f"a batch of {batch} sequences of {s} tokens raised {type(error).__name__}: {message!r}, "
+               f"which does not name {' nor '.join(missing)}.{whole} Check the length before the lookup "
+               "and raise a ValueError whose message names both numbers.")
         return
     except Exception as error:  # noqa: BLE001
         raise AssertionError(
@@ -206,15 +240,7 @@ def _close(a, b, atol):
 def check_sinusoid(sinusoid, length=50, d=64, atol=1e-3):
     """sinusoid(length, d): shape, position 0 = [0, 1, 0, 1, ...], row norms sqrt(d/2) and the
     formula (angles in float32 lose about 1e-7 per unit of angle, hence atol)."""
-    table = call(sinusoid, length, d)
-    expect(isinstance(table, torch.Tensor),
-           f"sinusoid({length}, {d}) should return a tensor, got {type(table).__name__}")
-    if tuple(table.shape) == (d, length) and d != length:
-        raise AssertionError(f"sinusoid({length}, {d}) has shape {(d, length)}: one row per position "
-                             f"is expected, shape {(length, d)} (transposed?).")
-    expect_shape(table, (length, d), f"sinusoid({length}, {d})")
-    expect(table.is_floating_point(), f"sinusoid({length}, {d}) should hold floats, got {table.dtype}")
-    table = table.detach()
+    table = returned_table(sinusoid, length, d)
     tables = references.expected("positions", "sinusoid_tables", length, d)
     right = tables["right"]
 
@@ -253,6 +279,7 @@ def check_sinusoid(sinusoid, length=50, d=64, atol=1e-3):
         raise AssertionError(
             f"sinusoid({length}, {d}) differs from sin/cos(pos / 10000^(2i/d)) by up to "
             f"{gap.max():.3g}, first at position {where[0]}, column {where[1]}.")
+    _long_table(sinusoid, 2048 + length, min(d, 8), atol)
     generator = fresh_generator()
     length, d = int(torch.randint(2, 41, (), generator=generator)), 2 * int(torch.randint(1, 17, (), generator=generator))
     table = call(sinusoid, length, d)
@@ -261,6 +288,46 @@ def check_sinusoid(sinusoid, length=50, d=64, atol=1e-3):
            f"sinusoid is right at the check's sizes but not at new ones, ({length}, {d}): does it depend on "
            "more than its two arguments?")
     passed()
+
+
+def returned_table(sinusoid, length, d):
+    """sinusoid(length, d), refused unless it is a float tensor of shape (length, d) (a transposed
+    one is named), detached."""
+    table = call(sinusoid, length, d)
+    expect(isinstance(table, torch.Tensor),
+           f"sinusoid({length}, {d}) should return a tensor, got {type(table).__name__}")
+    if tuple(table.shape) == (d, length) and d != length:
+        raise AssertionError(f"sinusoid({length}, {d}) has shape {(d, length)}: one row per position "
+                             f"is expected, shape {(length, d)} (transposed?).")
+    expect_shape(table, (length, d), f"sinusoid({length}, {d})")
+    expect(table.is_floating_point(), f"sinusoid({length}, {d}) should hold floats, got {table.dtype}")
+    return table.detach()
+
+
+def _long_table(sinusoid, length, d, atol):
+    """A table far longer than the check's other lengths (past 2048 rows) against the formula
+    (grader.references, so that the student edition holds the table's values, not code that
+    computes it): a table of a fixed number of rows, or positions that wrap around, go wrong there.
+    Angles of up to `length` in float32 lose about 1e-7 of their size, within `atol`."""
+    table = call(sinusoid, length, d)
+    expect(isinstance(table, torch.Tensor) and tuple(table.shape) == (length, d),
+           f"sinusoid({length}, {d}), a long table, returned "
+           f"{tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__}, expected a "
+           f"tensor of shape {(length, d)}: one row for every position asked for, however many. Does it hold a "
+           "fixed number of rows?")
+    table = table.detach().double()
+    right = references.expected("positions", "sinusoid", length, d)["right"].double()
+    if not _close(table, right, atol):
+        first = int((~((table - right).abs() <= atol).all(1)).nonzero()[0])  # NaN counts as wrong
+        wraps = first > 0 and _close(table[first:], table[:length - first], atol)
+        why = (f"from there on it repeats the rows of positions 0, 1, 2, ...: the positions wrap around "
+               f"(position {first} is read as position 0) instead of counting on" if wraps else
+               "the positions past some limit are not those of the formula")
+        raise AssertionError(
+            f"sinusoid({length}, {d}) {f'is right up to position {first - 1} but ' if first else ''}differs "
+            f"from sin/cos(pos / 10000^(2i/d)) from position {first} on, by up to "
+            f"{(table - right).abs().max():.3g}: {why}. Every position gets its own angles, however long "
+            "the table.")
 
 
 def _follows_contract(table, d, atol):
@@ -358,13 +425,48 @@ def check_mean_pool(mean_pool, lengths=(6, 3, 1, 4), s=6, d=8, left=(3,), seed=0
                    "mean_pool with 5 more padding columns")
     expect_close(longer, out, "mean_pool with 5 more padding columns",
                  hint="More padding (a longer ticket in the batch) must not change a row's vector.")
+    # pads between the real tokens: rows the check draws from its seed (the same message in the
+    # notebook and when grading), then rows drawn as it runs
+    generator = torch.Generator().manual_seed(seed + 2)
+    _pads_in_the_middle(mean_pool, torch.randn(3, s + 3, d, generator=generator),
+                        torch.stack([_pads_between(s + 3, generator) for _ in range(3)]), "the check's")
     generator = fresh_generator()
-    b, s, d = (int(n) for n in torch.randint(2, 9, (3,), generator=generator))
+    b, s, d = (int(n) for n in torch.randint(3, 9, (3,), generator=generator))
     lengths = torch.randint(1, s + 1, (b,), generator=generator).tolist()
     h = torch.randn(b, s, d, generator=generator)
     pad = _pads(lengths, s, left=tuple(r for r in range(b) if torch.rand((), generator=generator) < 0.5))
-    expect_close(_pool(mean_pool, h, pad, f"mean_pool(h {(b, s, d)}, pad {(b, s)})"),
-                 torch.stack([h[r][~pad[r]].mean(0) for r in range(b)]),
-                 f"mean_pool on new tokens, {b} rows of {s} positions with {lengths} real tokens,",
-                 hint="It is right on the check's own tokens: does it depend on more than h and pad?")
+    pad[int(torch.randint(b, (), generator=generator))] = _pads_between(s, generator)
+    _pads_in_the_middle(mean_pool, h, pad, "new")
     passed()
+
+
+def _pads_in_the_middle(mean_pool, h, pad, whose):
+    """mean_pool on `whose` tokens h, some of whose rows have pads between their real tokens:
+    the mean of each row's real tokens, computed here (no recorded result needed)."""
+    b, s, d = h.shape
+    out = _pool(mean_pool, h, pad, f"mean_pool(h {(b, s, d)}, pad {(b, s)})")
+    right = torch.stack([h[r][~pad[r]].mean(0) for r in range(b)])
+    if close(out, right):
+        return
+    for r in range(b):
+        words = (~pad[r]).nonzero().flatten().tolist()
+        if pad[r, words[0]:words[-1] + 1].any() and close(out[r], h[r, words[0]:words[-1] + 1].mean(0), "loose"):
+            raise AssertionError(
+                f"mean_pool on {whose} tokens: row {r} has real tokens from position {words[0]} to "
+                f"{words[-1]} and pads between them, and its vector is the mean of every position from "
+                f"{words[0]} to {words[-1]}, those pads included. The pads can be anywhere in a row, "
+                "between the real tokens too: average exactly the positions where the mask says a "
+                "token is real.")
+    expect_close(out, right, f"mean_pool on {whose} tokens, {b} rows of {s} positions, with pads between "
+                 "the real tokens,",
+                 hint="It is right on the check's first tokens: does it assume that a row's real tokens "
+                      "come in one block, or depend on more than h and pad?")
+
+
+def _pads_between(s, generator):
+    """(s,) bool, True at padding: pads drawn anywhere, with at least one between two real tokens."""
+    pad = torch.rand(s, generator=generator) < 0.5
+    first, between, last = torch.randperm(s, generator=generator)[:3].sort().values.tolist()
+    pad[first] = pad[last] = False
+    pad[between] = True
+    return pad
