@@ -315,6 +315,9 @@ class SinusoidEncoder(TinyTransformer):
         "        h = h + sinusoid(ids.shape[1], h.shape[2])\n",
         "        if not self.training:\n            h = h + sinusoid(ids.shape[1], h.shape[2])\n"),
         expect=("training", "sinusoid is not added")),
+    Wrong("SinusoidEncoder", "the token embeddings detached: they cannot train",
+          _STACKED + _STEPS.replace("        h = self.embed(ids)\n", "        h = self.embed(ids).detach()\n"),
+          ("embed.weight", "no gradient")),
 ]
 
 RIGHT += [

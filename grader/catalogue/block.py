@@ -123,6 +123,10 @@ WRONG = [
 ''', INIT + "        self.final = nn.LayerNorm(d_model)\n"), ("50,112", "49,984")),
 
     # ---- to_reference ---------------------------------------------------------------------------
+    Wrong("Block", "the first ticket's mask used for every ticket", block('''        blocked = None if pad is None else pad[:1, None, None, :]
+        h = h + self.attn(self.norm1(h), blocked)
+        return h + self.ffn(self.norm2(h))
+'''), ("at the real positions",)),
     Wrong("to_reference", "norm_first=False (post-norm)", to_ref(norm_first="False"),
           ("norm_first=True", "post-norm")),
     Wrong("to_reference", "the feed-forward's layers read by one FeedForward's names (ffn.net[0])",

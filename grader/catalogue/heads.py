@@ -289,6 +289,9 @@ class MultiHead(nn.Module):
         mixed, weights = attention(q, k, v, mask)
         return self.out(merge_heads(mixed)), weights
 '''), expect=("tuple",)),
+    Wrong("MultiHead", "the value projection's output detached: it cannot train", _multihead(_FORWARD.replace(
+        "split_heads(self.v(h), self.heads)", "split_heads(self.v(h).detach(), self.heads)")),
+        ("v.weight", "no gradient")),
 ]
 
 RIGHT = [

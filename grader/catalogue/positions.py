@@ -253,6 +253,8 @@ def sinusoid(length, d):
     # -----------------------------------------------------------------------------------------
     # mean_pool
     # -----------------------------------------------------------------------------------------
+    Wrong("sinusoid", "the width fixed at 64 in the exponent", _sinusoid(steps="torch.arange(0, d, 2) / 64"),
+          expect=("width", "2i/d")),
     Wrong("mean_pool", "plain mean over every position, pads included",
           '''
 def mean_pool(h, pad):

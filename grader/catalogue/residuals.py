@@ -317,6 +317,15 @@ class DeepStack(nn.Module):
             h = h + change if self.residual else change
         return h
 ''', expect=("has 0 parameters", "plain python list", "nn.ModuleList")),
+    Wrong("DeepStack", "the shortcut added in place (h += change): the caller's tensor changes", _stack('''
+        for linear in self.blocks:
+            change = linear(attention(h, h, h)[0])
+            if self.residual:
+                h += change
+            else:
+                h = change
+        return h
+'''), ("changed the tensor it was given in place",)),
 ]
 
 RIGHT += [

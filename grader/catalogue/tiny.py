@@ -227,6 +227,12 @@ WRONG = [
           ("differs from tinytransformer",)),
 
     # ---- from_tiny -------------------------------------------------------------------------
+    Wrong("Encoder", "the position vectors detached: the table cannot train",
+          encoder(replace=[("self.position(torch.arange(ids.shape[1]))", "self.position(torch.arange(ids.shape[1])).detach()")]),
+          ("position.weight", "no gradient")),
+    Wrong("Encoder", "the final LayerNorm's eps at 1e-3",
+          encoder().replace("        self.norm = nn.LayerNorm(dim)\n", "        self.norm = nn.LayerNorm(dim, eps=1e-3)\n"),
+          ("differs from tinytransformer's function",)),
     Wrong("from_tiny", "keys and queries swapped", copying(("q, k, v = layer", "k, q, v = layer")),
           ("attn.q.weight holds the k rows", "the queries")),
     Wrong("from_tiny", "slices transposed", copying(("block.attn.q.weight.copy_(q)", "block.attn.q.weight.copy_(q.T)"),

@@ -322,6 +322,8 @@ def _long_table(sinusoid, length, d, atol):
         wraps = first > 0 and _close(table[first:], table[:length - first], atol)
         why = (f"from there on it repeats the rows of positions 0, 1, 2, ...: the positions wrap around "
                f"(position {first} is read as position 0) instead of counting on" if wraps else
+               f"its angles are not those of the formula at width {d}: does the exponent 2i/d use the "
+               "width it is given?" if first <= 1 else
                "the positions past some limit are not those of the formula")
         raise AssertionError(
             f"sinusoid({length}, {d}) {f'is right up to position {first - 1} but ' if first else ''}differs "

@@ -116,8 +116,15 @@ def _build(cls, *args, what):
 
 
 def _forward(module, h):
+    """The module's output on h; h itself must come back as it was given: in a stack, the caller's
+    tensor is the stream that a shortcut adds to."""
+    kept = h.clone()
     with torch.no_grad():
-        return call(module.forward, h)
+        out = call(module.forward, h)
+    expect(torch.equal(h, kept), f"{type(module).__name__}'s forward changed the tensor it was given in "
+           "place (h += ..., h.add_(...)): its caller still needs it as it was. Build the new h as a new "
+           "tensor (h = h + ...).")
+    return out
 
 
 @task
