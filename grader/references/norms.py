@@ -4,7 +4,7 @@ checks compute as they run), and the shifts of a query under a test 'norm' whose
 
 import torch
 
-from grader.checks.norms import AddBatchMean, known_batches, norm_inputs
+from grader.checks.norms import AddBatchMean, TokenBatchNorm, known_batches, norm_inputs, ticket_batches
 
 
 def _normalized(x, dims, eps, unbiased=False, eps_outside=False):
@@ -75,6 +75,18 @@ def known_shifts(widths_differ, swap):
             "first tokens": (a[:, 0] - b[:, 0]).abs().max().item(), "mean": diff.abs().mean().item(),
             "first position": diff[0].abs().max().item(),
             "whole mean": whole.mean().item(), "signed": diff.max().item()}
+
+
+def batch_norm_shift(seed, b, s, d, extra_pads):
+    """What query_shift should return for a new TokenBatchNorm(d) in training mode on the check's
+    ticket batches: in that mode the output depends on the batch alone, not on the running
+    statistics the call updates."""
+    batch, other = ticket_batches(seed, b, s, d, extra_pads)
+    norm = TokenBatchNorm(d).train()
+    with torch.no_grad():
+        a, b_ = norm(batch)[0], norm(other)[0]
+    n = min(a.shape[0], b_.shape[0])
+    return (a[:n] - b_[:n]).abs().max().item()
 
 
 def _rms(x, dims, eps, squares="mean", eps_outside=False):
