@@ -43,11 +43,10 @@ def test_a_real_position_table_makes_a_reordered_query_pool_differently():
 
 
 def test_the_long_sinusoid_follows_the_formula_of_the_short_tables():
-    long = expected_positions.sinusoid(2100, 8, width=64)
-    assert torch.allclose(long["right"][:30].double(), expected_positions.sinusoid_tables(30, 8)["right"], atol=1e-6)
+    long = expected_positions.sinusoid(2100, 8)["right"]
+    assert torch.allclose(long[:30].double(), expected_positions.sinusoid_tables(30, 8)["right"], atol=1e-6)
     pos, i = 2099, 1
-    assert long["right"][pos, 2 * i].item() == pytest.approx(math.sin(pos / 10000 ** (2 * i / 8)), abs=1e-4)
-    assert long["another width"][pos, 2 * i].item() == pytest.approx(math.sin(pos / 10000 ** (2 * i / 64)), abs=1e-4)
+    assert long[pos, 2 * i].item() == pytest.approx(math.sin(pos / 10000 ** (2 * i / 8)), abs=1e-4)
 
 
 class Placed(nn.Module):

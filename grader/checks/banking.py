@@ -485,7 +485,7 @@ def _reads_any_length(model, vocab_size, classes, d, generator, seed):
     ids[1, int(torch.randint(s // 2, s, (), generator=generator)):] = PAD
     out = _read(model, ids)
     expect_shape(out, (2, classes), f"SinusoidEncoder's scores for ids of shape {tuple(ids.shape)}")
-    table = references.expected("positions", "sinusoid", s, d)["right"]
+    table = references.expected("banking", "sinusoid", s, d)["right"]
     with torch.random.fork_rng():  # building layers draws: the student's next draw must not move
         twin = sinusoid_twin(vocab_size, classes, s, seed, table=table.float())
     with torch.enable_grad():  # the layer's plain path
@@ -567,7 +567,7 @@ def check_sinusoid_table(sinusoid, sizes=((45, 32), (7, 16), (520, 8)), atol=1e-
     only ever asks for d = 64: other widths show a table whose angles do not follow d."""
     for length, d in sizes:
         width = _encoder_width()
-        tables = references.expected("positions", "sinusoid", length, d, None if d == width else width)
+        tables = references.expected("banking", "sinusoid", length, d, None if d == width else width)
         table, right = returned_table(sinusoid, length, d).double(), tables["right"].double()
         gap = (table - right).abs()
         if gap.max() <= atol:

@@ -8,13 +8,22 @@ from grader.checks.banking import PAD, final_ids, load_fixed_parameters
 from ticketnet import TinyTransformer
 
 
-def _sinusoid(length, d, base=10000.0, swap=False):
+def _sinusoid(length, d, base=10000.0, swap=False, width=None):
     """The interleaved table: columns 2i and 2i+1 hold sin and cos of p / base^(2i/d) (cos and
-    sin when `swap`)."""
-    wavelengths = base ** (torch.arange(0, d, 2, dtype=torch.float32) / d)  # one per pair of columns
+    sin when `swap`; with `width`, p / base^(2i/width), a width written as a number)."""
+    wavelengths = base ** (torch.arange(0, d, 2, dtype=torch.float32) / (width or d))  # one per pair of columns
     angle = torch.arange(length, dtype=torch.float32)[:, None] / wavelengths
     pair = (angle.cos(), angle.sin()) if swap else (angle.sin(), angle.cos())
     return torch.stack(pair, dim=2).reshape(length, d)
+
+
+def sinusoid(length, d, width=None):
+    """{"right": the (length, d) sinusoid, and given `width`, "another width": the table whose
+    exponent divides by `width` where it divides by d}: lengths and widths past added_tables'."""
+    found = {"right": _sinusoid(length, d)}
+    if width:
+        found["another width"] = _sinusoid(length, d, width=width)
+    return found
 
 
 def added_tables(s, d):

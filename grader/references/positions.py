@@ -15,14 +15,10 @@ def _table(length, d, base=10000.0, exponent=lambda i2, d: i2 / d):
     return torch.stack((theta.sin(), theta.cos()), dim=-1).flatten(1)  # sin, cos, sin, cos, ...
 
 
-def sinusoid(length, d, width=None):
-    """{"right": the (length, d) table in float32, "another width": the table whose exponent divides
-    by `width` (a width written as a number) when `width` is given}: for lengths and widths past
-    those of sinusoid_tables, where a student edition keeps only a table's values."""
-    found = {"right": _table(length, d).float()}
-    if width:
-        found["another width"] = _table(length, d, exponent=lambda i2, d: i2 / width).float()
-    return found
+def sinusoid(length, d):
+    """{"right": the (length, d) table in float32}: for lengths past those of sinusoid_tables, where
+    a student edition keeps only a table's values."""
+    return {"right": _table(length, d).float()}
 
 
 def sinusoid_tables(length, d):
