@@ -303,15 +303,16 @@ def expect_learns(module, *args, what, frozen_allowed=False):
         raise AssertionError(f"{what}: backpropagating through its output raised RuntimeError: {error}. "
                              "Training calls backward too: an in-place change of a tensor that autograd "
                              "still needs (h += ..., x.relu_()) breaks it; write h = h + ... instead.") from None
-    expect(not frozen, f"{what}: {_some(frozen)} get no gradient from its output, so training could not "
+    expect(not frozen, f"{what}: {first_names(frozen)} get no gradient from its output, so training could not "
                        "change them. Is one frozen (requires_grad=False), detached, or read as a Python "
                        "number (.item(), float())?")
-    expect(not untrue, f"{what}: the gradients of {_some(untrue)} do not match how its output changes when "
+    expect(not untrue, f"{what}: the gradients of {first_names(untrue)} do not match how its output changes when "
                        "they change, so training would move them the wrong way. Is part of the forward "
                        "computed outside autograd (.detach(), .data, a hand-written backward)?")
 
 
-def _some(names):
+def first_names(names):
+    """The first four of `names` for a message, and whether there are more."""
     return f"{', '.join(names[:4])}{' and more' if len(names) > 4 else ''}"
 
 

@@ -47,7 +47,7 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import (TOLERANCE, _some, call, call_with_aliases, close, expect, expect_learns, expect_shape, fresh_generator, load_fixed_norm,
+from grader.checks import (TOLERANCE, call, call_with_aliases, close, expect, expect_learns, expect_shape, first_names, fresh_generator, load_fixed_norm,
                            passed, silenced, task)
 from grader.checks.heads import load_fixed_projections
 from grader.checks.residuals import load_fixed_weights
@@ -496,7 +496,7 @@ def _reference_layer(to_reference, source):
     # place it is right on any tokens, and no subclass can answer the check's with recorded numbers.
     expect(type(layer) is nn.TransformerEncoderLayer,
            f"to_reference should return an nn.TransformerEncoderLayer, got {type(layer).__name__}")
-    expect(not shared, f"the layer's {_some(shared)} are the block's own tensors, not copies: change "
+    expect(not shared, f"the layer's {first_names(shared)} are the block's own tensors, not copies: change "
            "the block and the layer changes with it, train one and you train both. Put copies of the "
            "numbers into the layer's own weights; do not hand it the block's Parameters or modules.")
     return layer

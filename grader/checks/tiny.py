@@ -41,7 +41,7 @@ import torch
 from torch import nn
 
 from grader import references
-from grader.checks import (Counted, _some, call, call_with_aliases, close, expect, expect_learns, expect_shape, fresh_generator, load_fixed_linears,
+from grader.checks import (Counted, call, call_with_aliases, close, expect, expect_learns, expect_shape, first_names, fresh_generator, load_fixed_linears,
                            load_fixed_norm, passed, silenced, task)
 from grader.checks import prediction  # noqa: F401 (for the notebook)
 from grader.checks.block import (BlockParts, block_parts, close_at_real, expected_counts, feed_forward_linears,
@@ -656,11 +656,11 @@ def from_tiny(from_tiny, vocab_size=40, dim=16, heads=2, blocks=2, ffn=24, max_t
     expect(isinstance(filled, nn.Module) and hasattr(filled, "blocks"),
            f"from_tiny should return the encoder it filled, got {type(filled).__name__}")
     training = [name or "the encoder" for name, module in filled.named_modules() if module.training]
-    expect(not training, f"from_tiny returned the encoder in training mode ({_some(training)}): its "
+    expect(not training, f"from_tiny returned the encoder in training mode ({first_names(training)}): its "
            "dropout would still zero random numbers at every call. The task asks for it in evaluation mode.")
     problem = _tiny_problem(filled, tiny)
     expect(problem is None, f"{problem}." if problem else "")
-    expect(not shared, f"the encoder's {_some(shared)} are tiny's own tensors, not copies: change or "
+    expect(not shared, f"the encoder's {first_names(shared)} are tiny's own tensors, not copies: change or "
            "train one model and the other changes too. Copy the numbers into the encoder's own weights; "
            "do not hand it tiny's Parameters, modules or views of its tensors.")
     passed()
