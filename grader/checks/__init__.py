@@ -188,6 +188,12 @@ def gradients(module, forward, *args):
     return found
 
 
+def gradients_of(module, *args):
+    """`gradients` of `module` called on `args`: in the kernel when the judge stands in for the
+    student's module (grader.probe.RemoteModule.gradients), here otherwise."""
+    return module.gradients(*args) if hasattr(type(module), "outputs_with") else gradients(module, module, *args)
+
+
 def outputs_with(module, forward, changes, random_state, *args):
     """The output of `forward(*args)` with each of `changes` ({parameter name: value}) in turn put
     in `module`'s parameters and taken out again, each run from `random_state` (a dropout draws
@@ -286,7 +292,7 @@ def expect_learns(module, *args, what, frozen_allowed=False):
     remote = hasattr(type(module), "outputs_with")
     random_state = torch.get_rng_state()  # every output below draws what the gradients' output drew
     try:
-        found = module.gradients(*args) if remote else gradients(module, module, *args)
+        found = gradients_of(module, *args)
         after = torch.get_rng_state()
         frozen = [name for name, p in module.named_parameters()
                   if found.get(name) is None and (p.requires_grad or not frozen_allowed)]

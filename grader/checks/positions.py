@@ -29,7 +29,7 @@ from torch import nn
 
 from grader import references
 from grader.checks import (TOLERANCE, call, close, expect, expect_close, expect_learns, expect_shape, fresh_generator,
-                           gradients, passed, task)
+                           gradients_of, passed, task)
 
 # ---------------------------------------------------------------------------------------------
 # LearnedPositions
@@ -143,8 +143,7 @@ def _every_row_learns(module, h, max_len, d_model):
     gradient that is not zero from the output (grader.checks.gradients, in the kernel when
     grading): a row kept out of training (padding_idx, a row detached) stays as it was drawn."""
     s = h.shape[1]
-    remote = hasattr(type(module), "outputs_with")
-    found = module.gradients(h) if remote else gradients(module, module, h)
+    found = gradients_of(module, h)
     for name, p in module.named_parameters():
         if tuple(p.shape) != (max_len, d_model):
             continue
@@ -155,12 +154,12 @@ def _every_row_learns(module, h, max_len, d_model):
             gradient = torch.zeros(max_len, d_model)
         dead = [row for row in range(s) if not bool((gradient[row] != 0).any())]
         if dead:
-            rows = f"row {dead[0]}" if len(dead) == 1 else f"{len(dead)} rows (the first {dead[0]})"
+            rows, gets, vectors = ((f"row {dead[0]}", "gets", "that position's vector") if len(dead) == 1 else
+                                   (f"{len(dead)} rows (the first {dead[0]})", "get", "those positions' vectors"))
             raise AssertionError(
                 f"LearnedPositions({max_len}, {d_model}): {rows} of the position table ({name}) "
-                f"{'gets' if len(dead) == 1 else 'get'} no gradient from a call on {s} tokens, which reads "
-                f"rows 0 to {s - 1}, so training could never change "
-                f"{'that position' + chr(39) + 's vector' if len(dead) == 1 else 'those positions' + chr(39) + ' vectors'}. "
+                f"{gets} no gradient from a call on {s} tokens, which reads "
+                f"rows 0 to {s - 1}, so training could never change {vectors}. "
                 "Every position is a real position: is a row kept out of training, by "
                 "nn.Embedding's padding_idx (meant for a pad token's row) or by a detached slice?")
 
