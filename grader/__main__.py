@@ -17,9 +17,11 @@ def autograde(args):
     from grader.autograde import autograde as grade_class
     from grader.options import GradingOptions
     from grader.schedule import ClusterError
+    from grader.similar import keep_threshold
     from grader.sandbox import Unavailable
     options = GradingOptions(timeout=args.timeout, memory_mb=args.memory_mb, sandboxed=not args.no_sandbox,
                              warm=False if args.fresh_kernels else None)
+    keep_threshold(args.out, args.similar_threshold)
     try:
         results = grade_class(args.inputs, args.out, options, workers=args.workers, pattern=args.pattern,
                               scheduler=args.scheduler)
@@ -34,7 +36,8 @@ def autograde(args):
     except ClusterError as error:
         print(f"autograde stopped: {error}", file=sys.stderr)
         return 1
-    print(f"grades: {args.out}/grades.csv   feedback: {args.out}/feedback/   report: {args.out}/report.html\n"
+    print(f"grades: {args.out}/grades.csv   feedback: {args.out}/feedback/   report: {args.out}/report.html   "
+          f"similar pairs: {args.out}/similar.csv\n"
           f"written answers: python -m grader formgrader {args.out}, then python -m grader export {args.out}")
     return 0 if results else 1
 
@@ -76,6 +79,7 @@ def export(args):
     from pathlib import Path
     from grader.autograde import load_results, write_tables
     from grader.gradebook import written_progress
+    from grader.similar import keep_threshold
     folder = Path(args.folder)
     store = folder / "results.json"
     results = load_results(store)  # a run killed before its end left them in results.jsonl alone
@@ -83,6 +87,7 @@ def export(args):
         print(f"{args.folder} is not a graded class: run `python -m grader autograde INPUT --out "
               f"{args.folder}` first", file=sys.stderr)
         return 2
+    keep_threshold(folder, args.similar_threshold)
     write_tables(folder, results)
     waiting = sum(row[3] for row in written_progress(folder))
     print(f"grades: {folder / 'grades.csv'}   report: {folder / 'report.html'}   "
@@ -278,9 +283,23 @@ def _verb(verbs, name, run):
     return command
 
 
+def _similar_threshold_option(command, default):
+    command.add_argument("--similar-threshold", type=_share, default=None, metavar="SHARE",
+                         help="list two students as similar when this share (0 to 1) of one's own answer code or "
+                         f"text is in the other's ({default})")
+
+
+def _share(text):
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"a share between 0 and 1, not {text}")
+    return value
+
+
 def _grading_verbs(verbs):
     """autograde, formgrader, export, check and the check server."""
     from grader.autograde import DEFAULT_PATTERN
+    from grader.similar import THRESHOLD
     from grader.options import GradingOptions
     defaults = GradingOptions()
     grader_ = _verb(verbs, "autograde", autograde)
@@ -299,12 +318,15 @@ def _grading_verbs(verbs):
     grader_.add_argument("--pattern", default=DEFAULT_PATTERN,
                          help="regex with a group (?P<student>...) for the id in a file name")
     _fresh_kernels_option(grader_)
+    _similar_threshold_option(grader_, f"default {THRESHOLD:g}, measured in BENCHMARKS.md")
     for verb, run in (("formgrader", formgrader), ("export", export)):
         command = _verb(verbs, verb, run)
         command.add_argument("folder", metavar="DIR", help="the --out folder of `grader autograde`")
         if verb == "formgrader":
             command.add_argument("jupyter_options", nargs=argparse.REMAINDER,
                                  help="passed on to `jupyter lab` (e.g. --no-browser --port 8890)")
+        else:
+            _similar_threshold_option(command, "default: the one DIR was last written with")
     checker = _verb(verbs, "check", check)
     checker.add_argument("notebook", help="a section notebook (.ipynb)")
     checker.add_argument("--json", action="store_true", help="print one JSON object")

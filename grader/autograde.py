@@ -209,12 +209,14 @@ def to_grade(submissions, held, results, versions):
 
 
 def write_tables(out, results):
-    """grades.csv and report.html under `out`, from the results and the grades entered by hand
-    in the class's gradebook (what `python -m grader export` writes again after Formgrader)."""
+    """grades.csv, similar.csv and report.html under `out`, from the results and the grades entered
+    by hand in the class's gradebook (what `python -m grader export` writes again after
+    Formgrader); the similar pairs at the threshold the class folder keeps (grader.similar)."""
     from grader.gradebook import manual_grades
     from grader.report import write_report
+    from grader.similar import write_similar
     _write_grades(out / "grades.csv", results, manual_grades(out))
-    write_report(out, results)
+    write_report(out, results, write_similar(out, results))
 
 
 def _journal(store):

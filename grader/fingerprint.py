@@ -14,7 +14,9 @@ from grader.options import GradingOptions
 # the library, the pins, the grader with its templates, and the data the notebooks read.
 SHARED = ["ticketnet.py", "requirements.txt", "grader/**/*.py", "grader/templates/*", "data/**/*",
           "bench/results/**/*"]
-NOT_READ = ("grader/examples/",)  # the sample class: grading never reads it
+# Never read by grading: the sample class, and the class's report and similar pairs, which
+# autograde writes anew from the results at the end of every run (autograde.write_tables)
+NOT_READ = ("grader/examples/", "grader/report.py", "grader/similar.py")
 # The libraries that run a grade.
 LIBRARIES = ["torch", "numpy", "pandas", "matplotlib", "scikit-learn", "tqdm", "nbgrader", "nbclient",
              "nbconvert", "nbformat", "ipykernel", "jupyter_client", "traitlets"]

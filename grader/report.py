@@ -2,7 +2,7 @@
 unwritten, a score histogram, the submissions that could not be graded, were held (a student's
 two notebooks of one section) or had a cell interrupted at the time limit, the checks that the
 notebook and the grader judged differently, and how far the grading of the written answers by
-hand has come."""
+hand has come, and the pairs of students whose answers are similar."""
 
 from collections import Counter
 from dataclasses import dataclass, field
@@ -31,14 +31,16 @@ class Counts:
     unwritten: Counter = field(default_factory=Counter)  # (section, grade_id) -> submissions as released
 
 
-def write_report(out, results):
-    """Write report.html and scores.png under `out`; returns the report's path."""
+def write_report(out, results, similar=None):
+    """Write report.html and scores.png under `out`; returns the report's path. `similar`: the
+    (threshold, listed pairs) of grader.similar.write_similar, or None for no such part."""
     from grader.gradebook import written_progress
+    from grader.similar import report_section
     out = Path(out)
     counts = count(results, _catalogued())
     plot_scores(counts.graded, out / "scores.png")
     path = out / "report.html"
-    path.write_text(html_report(out, counts, written_progress(out)))
+    path.write_text(html_report(out, counts, written_progress(out), report_section(*similar) if similar else ""))
     return path
 
 
@@ -89,9 +91,10 @@ def plot_scores(graded, path):
     fig.savefig(path, dpi=100)
 
 
-def html_report(out, counts, written):
-    """The report's page for the class graded into `out`, from its Counts and the progress of the
-    written answers graded by hand (grader.gradebook.written_progress)."""
+def html_report(out, counts, written, similar=""):
+    """The report's page for the class graded into `out`, from its Counts, the progress of the
+    written answers graded by hand (grader.gradebook.written_progress) and the similar pairs'
+    part (HTML, grader.similar.report_section)."""
     c = counts
     rows = "".join(f"<tr><td>{escape(s)}</td><td>{escape(t)}</td><td>{p}/{n}</td><td>{100 * p / n:.0f}%</td></tr>"
                    for (s, t), (p, n) in sorted(c.tasks.items(), key=lambda item: SECTIONS.index(item[0][0])))
@@ -140,7 +143,7 @@ Formgrader (<code>python -m grader formgrader {escape(str(out))}</code>), then w
 <code>python -m grader export {escape(str(out))}</code>. A written answer a student changed after it was
 graded waits again.</p>
 <table><tr><th>section</th><th>question</th><th>graded</th><th>waiting</th><th>mean points</th></tr>{by_hand}</table>
-</body></html>"""
+{similar}</body></html>"""
 
 
 def mistake_named(catalogued, section, grade_id, message):

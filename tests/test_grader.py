@@ -687,6 +687,12 @@ def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
                    "grader/sandbox.py", "grader/repair.py", "grader/templates/nbgrader_config.py", "data/valid.csv",
                    "bench/results/tuning.csv"):
         assert changed(shared) == set(before), shared
+    for written_after in ("grader/report.py", "grader/similar.py"):
+        assert changed(written_after) == set(), written_after
+    imports = {path.name for path in (ROOT / "grader").glob("*.py")
+               if re.search(r"^\s*from grader(\.report| import report)|^\s*from grader(\.similar| import similar)",
+                            path.read_text(), re.M)}
+    assert imports <= {"autograde.py", "report.py", "__main__.py"}, "grading must not read what it leaves out"
     import platform
     python = platform.python_version
     try:
