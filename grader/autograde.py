@@ -214,9 +214,12 @@ def write_tables(out, results):
     Formgrader); the similar pairs at the threshold the class folder keeps (grader.similar)."""
     from grader.gradebook import manual_grades
     from grader.report import write_report
-    from grader.similar import write_similar
+    from grader.similar import table, write_similar
     _write_grades(out / "grades.csv", results, manual_grades(out))
-    write_report(out, results, write_similar(out, results))
+    similar = write_similar(out, results)
+    with open(out / "similar.csv", "w", newline="") as f:  # quoted and plain text, as grades.csv
+        csv.writer(f, quoting=csv.QUOTE_ALL).writerows([plain_text(v) for v in row] for row in table(similar[1]))
+    write_report(out, results, similar)
 
 
 def _journal(store):

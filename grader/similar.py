@@ -15,7 +15,6 @@ A class folder keeps, in similar.json, the threshold it was last written with (t
 late submissions only the pairs with a new or changed notebook are compared again.
 """
 
-import csv
 import hashlib
 import io
 import json
@@ -235,10 +234,9 @@ def keep_threshold(out, threshold):
 
 def write_similar(out, results):
     """Compare the answers of every section's submissions in `results` (grader.autograde's) and
-    write similar.csv and a side-by-side page per pair listed at the folder's threshold
-    (keep_threshold; THRESHOLD if none) under `out`/similar/. Returns (the threshold, the listed
-    pairs, most similar first, each with its page's path relative to `out`)."""
-    from grader.autograde import plain_text
+    write a side-by-side page per pair listed at the folder's threshold (keep_threshold; THRESHOLD
+    if none) under `out`/similar/. Returns (the threshold, the listed pairs, most similar first,
+    each with its page's path relative to `out`)."""
     out = Path(out)
     store = out / "similar.json"
     kept = json.loads(store.read_text()) if store.is_file() else {}
@@ -255,14 +253,15 @@ def write_similar(out, results):
             (out / page).write_text(side_by_side(pair, answers[pair.a], answers[pair.b]))
             listed.append((pair, page.as_posix()))
     store.write_text(json.dumps({**kept, "pairs": today}))  # today's pairs only: it stays small
-    with open(out / "similar.csv", "w", newline="") as f:
-        writer = csv.writer(f, quoting=csv.QUOTE_ALL)  # ids are the students' to choose: see plain_text
-        writer.writerow(["section", "student_a", "student_b", "code_share_a", "code_share_b", "code_shared",
-                         "text_share_a", "text_share_b", "text_shared", "view"])
-        for pair, page in listed:
-            writer.writerow([plain_text(v) for v in (pair.section, pair.a, pair.b, *pair.code_shares, pair.code_shared,
-                                                     *pair.text_shares, pair.text_shared, page)])
     return threshold, listed
+
+
+def table(listed):
+    """similar.csv's rows, its header first: a row per listed pair (write_similar's)."""
+    return [["section", "student_a", "student_b", "code_share_a", "code_share_b", "code_shared",
+             "text_share_a", "text_share_b", "text_shared", "view"],
+            *([pair.section, pair.a, pair.b, *pair.code_shares, pair.code_shared, *pair.text_shares,
+               pair.text_shared, page] for pair, page in listed)]
 
 
 def report_section(threshold, listed):

@@ -39,6 +39,7 @@ notebooks = _load("notebooks")
 grading = _load("grading")
 edition = _load("edition")
 profile = _load("profile")
+similar = _load("similar")
 
 
 def _run(module, argv, monkeypatch):
@@ -182,7 +183,7 @@ def _measured(section):
     return dict(re.fullmatch(r" `([^`]+)` (\(\d+ files?\) [0-9a-f]{16})", entry).groups() for entry in entries)
 
 
-@pytest.mark.parametrize("module", [training, inference, notebooks, grading, edition])
+@pytest.mark.parametrize("module", [training, inference, notebooks, grading, edition, similar])
 def test_each_committed_table_measured_the_files_of_the_commit_it_names(module):
     """A table cannot claim code it did not measure: its digests are those of its files at the
     commit it names. A table whose files changed since says so (a warning, and `python
@@ -327,7 +328,7 @@ def test_profile_of_one_section_against_a_commit(capsys):
     assert worktrees() == before  # the other commit's worktree removed
 
 
-@pytest.mark.parametrize("module", [training, inference, notebooks, grading, edition, profile])
+@pytest.mark.parametrize("module", [training, inference, notebooks, grading, edition, profile, similar])
 def test_benchmark_docstrings_say_how_to_run_them(module):
     assert f"python bench/{Path(module.__file__).name}" in module.__doc__
 
@@ -425,6 +426,29 @@ def test_the_committed_student_runs_of_the_trained_sections_take_under_two_minut
     for section in sorted(notebooks.LONG):
         every, one = float(runs[section]["student run (s)"]), float(runs[section]["one-thread run (s)"])
         assert every < notebooks.STUDENT_TARGET and every < one, runs[section]
+
+
+def test_similar_benchmark_on_50_made_up_students(capsys):
+    assert similar.main(["--quick"]) == 0
+    printed = capsys.readouterr().out
+    rows = _table(printed, "### Similar pairs: the test class")
+    assert [row["copy"].split()[0] for row in rows] == [copy for _, copy in similar.PLANTED]
+    assert _table(printed, "### Similar pairs: time against")[0]["students"] == "50"
+    assert "Honest pairs listed: " in printed and "The limit of the measure" in printed
+
+
+def test_the_committed_similar_pairs_find_every_copy_no_honest_pair_and_take_a_tenth_of_grading():
+    """Issue 45: at the default threshold the test class's every planted copy is listed in every
+    section it copies, no honest pair is, and the pairs of 200 students take under a tenth of
+    their grading."""
+    section = _committed("similar")
+    rows = _table(section, "### Similar pairs: the test class")
+    assert len(rows) == len(similar.PLANTED) and all(r["sections listed"] == r["sections copied"] for r in rows), rows
+    assert "Honest pairs listed: 0." in section
+    share = re.search(r"the pairs take [\d.]+ s, ([\d.]+)% of it", section)
+    assert share and float(share[1]) / 100 < similar.SCALE_TARGET, share
+    sizes = [int(r["students"]) for r in _table(section, "### Similar pairs: time against")]
+    assert sizes == list(similar.SCALE)
 
 
 def test_benchmarks_md_cites_only_files_of_this_repository():

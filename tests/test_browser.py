@@ -237,3 +237,38 @@ def test_an_instructor_grades_a_written_answer_in_formgrader_and_export_shows_it
     assert rows["ada"]["01-heads:total"] == rows["ada"]["total"] == "12.5"
     assert "01-heads:question_mask_shape" not in rows["ada"]["waiting"]
     assert rows["ben"]["01-heads:question_mask_shape"] == "0.0" and rows["ben"]["waiting"] == ""
+
+
+def test_an_instructor_reads_a_similar_pair_side_by_side(browser, tmp_path, kept_grading):
+    """bench/similar.py's test class, section 2, autograded: the report lists each planted copy
+    and no honest pair, and a pair's link opens the two students' answers side by side, the runs
+    they share marked."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import similar as bench
+    from grader.options import SAMPLE_CLASS
+    section, everyone, submissions = "02-positions", tmp_path / "test-class", tmp_path / "submissions"
+    bench.test_class(everyone)
+    for notebook in everyone.glob(f"*/{section}.ipynb"):
+        (submissions / notebook.parent.name).mkdir(parents=True)
+        shutil.copy(notebook, submissions / notebook.parent.name)
+    graded = tmp_path / "graded"
+    kept_grading("similar-class", [submissions], graded, options=SAMPLE_CLASS, workers=2)
+    rows = list(csv.DictReader((graded / "similar.csv").open()))
+    listed = {(row["student_a"], row["student_b"]) for row in rows}
+    assert {tuple(sorted(pair)) for pair in bench.PLANTED} <= listed
+    assert all(bench.planted(a, b) for a, b in listed), listed
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.route(re.compile(r"^https?://"), lambda route: route.abort())  # the report is a file: nothing to fetch
+    screen = Screen(page, "similar")
+    page.goto((graded / "report.html").as_uri())
+    screen.see(page.locator("h2", has_text="Similar pairs"), "the report's similar pairs")
+    first = rows[0]
+    link = page.locator(f'a[href="{first["view"]}"]')
+    screen.see(link, "the first pair's side-by-side link").click()
+    screen.see(page.locator("h1", has_text=f"{first['student_a']} and {first['student_b']}"), "the pair's page")
+    columns = page.locator("main > div")
+    assert columns.count() == 2
+    for column, student in zip(columns.all(), (first["student_a"], first["student_b"])):
+        assert column.locator("h2").inner_text() == student
+        assert column.locator("mark").count() > 0, f"no shared run marked for {student}"
+    screen.shot("side-by-side")

@@ -109,25 +109,39 @@ def test_a_rerun_compares_only_the_pairs_of_a_changed_notebook(test_class, tmp_p
     assert len(compared) < first
 
 
-def test_pages_and_csv_keep_what_students_wrote_as_text(tmp_path):
+def _tables(out, entries, monkeypatch):
+    """grader.autograde.write_tables on results made of `entries` (student, section, notebook),
+    each scored 1 of 1 on one task; the gradebook and the catalogue's names left out (they have
+    tests of their own). Returns similar.csv's rows as dicts."""
+    from grader import gradebook, report
+    monkeypatch.setattr(gradebook, "manual_grades", lambda out: {})
+    monkeypatch.setattr(gradebook, "written_progress", lambda out: [])
+    monkeypatch.setattr(report, "_catalogued", lambda: {})
+    task = {"grade_id": "test_sinusoid", "score": 1.0, "max_score": 1.0, "message": ""}
+    results = {key: {**entry, "error": "", "score": 1.0, "max_score": 1.0, "repairs": [], "tasks": [task]}
+               for key, entry in entries.items()}
+    Path(out).mkdir(parents=True, exist_ok=True)
+    write_tables(Path(out), results)
+    return list(csv.DictReader((Path(out) / "similar.csv").open()))
+
+
+def test_pages_and_csv_keep_what_students_wrote_as_text(tmp_path, monkeypatch):
     """A student id and a cell are the students' to write: the page escapes them, the spreadsheet
     gets no formula."""
     notebook, _ = catalogue_variant(SECTION, "right", 1)
     for cell in similar._answer_cells(notebook).values():
         if cell.cell_type == "code":
             cell.source += "\n# </pre><script>alert('hi')</script>\n"
-    results = {}
+    entries = {}
     for number, student in enumerate(("=HYPERLINK(\"http://x\")", "<img src=x onerror=alert(1)>")):
         path = tmp_path / "in" / f"{number}.ipynb"
         path.parent.mkdir(exist_ok=True)
         nbformat.write(notebook, path)
-        results[student] = {"student": student, "section": SECTION, "notebook": str(path)}
-    threshold, listed = similar.write_similar(tmp_path / "out", results)
-    [(pair, page)] = listed
-    html = (tmp_path / "out" / page).read_text() + similar.report_section(threshold, listed)
+        entries[student] = {"student": student, "section": SECTION, "notebook": str(path)}
+    [row] = _tables(tmp_path / "out", entries, monkeypatch)
+    html = (tmp_path / "out" / row["view"]).read_text() + (tmp_path / "out" / "report.html").read_text()
     assert "<script>" not in html and "<img src=x" not in html and "&lt;/pre&gt;&lt;script&gt;" in html
-    rows = list(csv.reader((tmp_path / "out" / "similar.csv").open()))
-    assert rows[1][1:3] == ["<img src=x onerror=alert(1)>", "'=HYPERLINK(\"http://x\")"]
+    assert [row["student_a"], row["student_b"]] == ["<img src=x onerror=alert(1)>", "'=HYPERLINK(\"http://x\")"]
 
 
 def test_broken_foreign_and_flooded_notebooks_cost_nothing_else(tmp_path):
@@ -147,6 +161,10 @@ def test_broken_foreign_and_flooded_notebooks_cost_nothing_else(tmp_path):
     similar.pairs(SECTION, {"flood": answers, "other": answers})  # bounded by MOST_READ: returns
 
 
+def test_the_readme_states_the_default_threshold():
+    assert f"at least {similar.THRESHOLD:.0%} of one student's own answer code" in (ROOT / "README.md").read_text()
+
+
 def test_the_threshold_is_kept_for_export_and_refused_out_of_range(tmp_path):
     assert similar.write_similar(tmp_path, {})[0] == similar.THRESHOLD
     similar.keep_threshold(tmp_path, 0.6)
@@ -164,24 +182,14 @@ def test_write_tables_lists_the_pairs_in_the_report_and_similar_csv(test_class, 
     """The class's tables with the test class's section 2 as results (grading itself has its own
     tests: tests/test_browser.py grades a planted class whole)."""
     folder, found = test_class
-    results = {}
-    for key, entry in bench.class_results(folder).items():
-        if entry["section"] == SECTION:
-            results[key] = {**entry, "error": "", "score": 1.0, "max_score": 1.0, "repairs": [],
-                            "tasks": [{"grade_id": "test_sinusoid", "score": 1.0, "max_score": 1.0, "message": ""}]}
-    from grader import gradebook, report
-    monkeypatch.setattr(gradebook, "manual_grades", lambda out: {})
-    monkeypatch.setattr(gradebook, "written_progress", lambda out: [])
-    monkeypatch.setattr(report, "_catalogued", lambda: {})
-    write_tables(tmp_path, results)
+    entries = {key: entry for key, entry in bench.class_results(folder).items() if entry["section"] == SECTION}
+    listed = _tables(tmp_path, entries, monkeypatch)
     page = (tmp_path / "report.html").read_text()
     assert "<h2>Similar pairs</h2>" in page and f"<h3>{SECTION}</h3>" in page
-    listed = list(csv.DictReader((tmp_path / "similar.csv").open()))
     expected = {(a, b) for (section, a, b), pair in found.items() if section == SECTION and bench.planted(a, b)
                 and pair.code_shared >= similar.LEAST_SHARED}
     assert {tuple(sorted(p)) for p in bench.PLANTED} <= expected
     assert {(row["student_a"], row["student_b"]) for row in listed} == expected
     for row in listed:
         assert f'href="{row["view"]}"' in page and (tmp_path / row["view"]).is_file()
-    assert "student" in (tmp_path / "grades.csv").read_text().splitlines()[0]
     assert "similar" not in (tmp_path / "grades.csv").read_text()
