@@ -15,6 +15,7 @@ A class folder keeps, in similar.json, the threshold it was last written with (t
 late submissions only the pairs with a new or changed notebook are compared again.
 """
 
+import functools
 import hashlib
 import io
 import json
@@ -96,6 +97,12 @@ def _answer_cells(notebook):
             and (c.cell_type == "markdown" or not nbgrader_info(c).get("grade"))}
 
 
+@functools.cache
+def _released(section):
+    """The answer cells of the section's release (_answer_cells), read once a process."""
+    return _answer_cells(nbformat.read(release_notebook(section), as_version=4))
+
+
 def read_answers(path, section):
     """The Answers in the notebook at `path` of `section`, found by nbgrader's metadata or, where an
     editor dropped it, by the release's cell ids; None when the file is not a notebook."""
@@ -103,7 +110,7 @@ def read_answers(path, section):
         notebook = nbformat.read(path, as_version=4)
     except Exception:  # not JSON, not a notebook: grading has said why; nothing to compare
         return None
-    released = _answer_cells(nbformat.read(release_notebook(section), as_version=4))
+    released = _released(section)
     by_id = {cell.get("id"): name for name, cell in released.items()}
     mine = {}
     for cell in notebook.cells:

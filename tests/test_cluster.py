@@ -39,10 +39,11 @@ def _grade(hand_in, out, **where):
 
 
 def _grades(out):
-    """grades.csv, and what results.json records of each submission but its timing."""
+    """grades.csv, similar.csv (the pairs computed where the grades are gathered), and what
+    results.json records of each submission but its timing."""
     results = json.loads((out / "results.json").read_text())
     kept = {key: {k: v for k, v in result.items() if k != "seconds"} for key, result in results.items()}
-    return (out / "grades.csv").read_text(), kept
+    return (out / "grades.csv").read_text(), (out / "similar.csv").read_text(), kept
 
 
 @pytest.fixture(scope="module")

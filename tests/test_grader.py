@@ -633,6 +633,9 @@ def test_the_class_outputs_are_written_and_a_rerun_grades_nothing_again(graded_c
     assert gus["interrupted"][0] in autograde._line(gus)
     assert "ran past the 30 s limit" in next(r for r in grades if r["student"] == "gus")["problems"]
     assert "gus, 01-heads.ipynb: a cell ran past" in (out / "report.html").read_text()
+    # honest students all: the model answers, the catalogue's, the release (issue 45)
+    assert list(csv.reader(open(out / "similar.csv")))[1:] == []
+    assert "<h2>Similar pairs</h2>" in (out / "report.html").read_text() and "<p>No pair.</p>" in (out / "report.html").read_text()
     again = []
     rerun = autograde.autograde([sample_class.CLASS], out, SAMPLE_CLASS, workers=2, echo=again.append)
     assert "0 to grade" in again[0]
