@@ -250,7 +250,7 @@ def write_similar(out, results):
     cache, threshold = kept.get("pairs", {}), kept.get("threshold", THRESHOLD)
     shutil.rmtree(out / "similar", ignore_errors=True)  # pages of pairs no longer listed go
     today, listed = {}, []
-    for section, answers in sorted(_by_section(results).items()):
+    for section, answers in sorted(_by_section(results, out).items()):
         found, _ = pairs(section, answers, cache)
         today.update((key, cache[key]) for key in (_key(section, answers[p.a], answers[p.b]) for p in found))
         chosen = sorted((p for p in found if p.listed(threshold)), key=lambda p: (-p.share, p.a, p.b))
@@ -295,14 +295,18 @@ names made alike and its comments and blank lines left out. A pair is listed whe
 side by side, not a verdict. The same list is in similar.csv.</p>{tables or "<p>No pair.</p>"}"""
 
 
-def _by_section(results):
-    """section -> student -> Answers of every submission placed in a section and not held."""
+def _by_section(results, out=None):
+    """section -> student -> Answers of every submission placed in a section and not held, read
+    from the class folder `out`'s copy (nbgrader's submitted/), which stays when the files handed
+    in are moved, else from the file handed in."""
     found = {}
     for result in results.values():
         if result.get("section") and not result.get("held"):
-            answers = read_answers(result["notebook"], result["section"])
+            student, section = result["student"], result["section"]
+            kept = Path(out) / "submitted" / student / section / f"{section}.ipynb" if out else None
+            answers = read_answers(kept if kept and kept.is_file() else result["notebook"], section)
             if answers is not None:
-                found.setdefault(result["section"], {})[result["student"]] = answers
+                found.setdefault(section, {})[student] = answers
     return found
 
 

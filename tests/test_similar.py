@@ -144,6 +144,21 @@ def test_pages_and_csv_keep_what_students_wrote_as_text(tmp_path, monkeypatch):
     assert [row["student_a"], row["student_b"]] == ["<img src=x onerror=alert(1)>", "'=HYPERLINK(\"http://x\")"]
 
 
+def test_the_pairs_are_read_from_the_class_folder_once_the_files_handed_in_are_gone(test_class, tmp_path,
+                                                                                   monkeypatch):
+    """export, months later: the submissions folder is gone, nbgrader's submitted/ copies stay."""
+    folder, _ = test_class
+    entries = {}
+    for key, entry in bench.class_results(folder).items():
+        if entry["section"] == SECTION:
+            kept = tmp_path / "submitted" / entry["student"] / SECTION / f"{SECTION}.ipynb"
+            kept.parent.mkdir(parents=True)
+            kept.write_bytes(Path(entry["notebook"]).read_bytes())
+            entries[key] = {**entry, "notebook": str(tmp_path / "gone" / f"{SECTION}.ipynb")}
+    listed = _tables(tmp_path, entries, monkeypatch)
+    assert {tuple(sorted(p)) for p in bench.PLANTED} <= {(row["student_a"], row["student_b"]) for row in listed}
+
+
 def test_broken_foreign_and_flooded_notebooks_cost_nothing_else(tmp_path):
     cut = tmp_path / "cut.ipynb"
     cut.write_text('{"cells": [')
