@@ -121,6 +121,7 @@ def demo(args):
     print(totals.to_string())
     print(f"\nfeedback per student: {out / 'feedback'}/<student>/<section>/<section>.html"
           f"\nclass report:         {out / 'report.html'}"
+          f"\nsimilar pairs:        {out / 'similar.csv'} (and the report's last part)"
           f"\nwritten answers:      python -m grader formgrader {out}")
     return 0
 

@@ -80,6 +80,11 @@ def test_report_is_written_as_report_html_in_the_output_folder(tmp_path):
     assert "<td>01-heads</td><td>test_f</td><td>1/1</td><td>100%</td>" in path.read_text()
 
 
+def test_a_report_written_without_similar_pairs_has_no_such_part(tmp_path):
+    page = write_report(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (2.0, "")})}).read_text()
+    assert "Similar pairs" not in page and page.endswith("</table>\n</body></html>")
+
+
 def test_pass_rates_follow_the_course_order_of_sections_and_the_notebook_order_of_tasks(tmp_path):
     # ada (listed first) handed in section 2 only; the tasks of section 1 come in notebook order,
     # not alphabetically: test_split_heads before test_merge_heads

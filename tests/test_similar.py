@@ -139,6 +139,8 @@ def test_pages_and_csv_keep_what_students_wrote_as_text(tmp_path, monkeypatch):
         nbformat.write(notebook, path)
         entries[student] = {"student": student, "section": SECTION, "notebook": str(path)}
     [row] = _tables(tmp_path / "out", entries, monkeypatch)
+    header, line = (tmp_path / "out" / "similar.csv").read_text().splitlines()
+    assert header.startswith('"section","student_a","student_b","code_share_a"') and '"1.0"' in line  # all quoted
     html = (tmp_path / "out" / row["view"]).read_text() + (tmp_path / "out" / "report.html").read_text()
     assert "<script>" not in html and "<img src=x" not in html and "&lt;/pre&gt;&lt;script&gt;" in html
     assert [row["student_a"], row["student_b"]] == ["<img src=x onerror=alert(1)>", "'=HYPERLINK(\"http://x\")"]
