@@ -140,11 +140,11 @@ def _text(text):
 
 
 class Fingerprints:
-    """Each student's code and text fingerprints in one section, boilerplate removed."""
+    """Each student's code and text fingerprints in one section, its boilerplate (`common`,
+    Answers) removed."""
 
-    def __init__(self, section, answers):
+    def __init__(self, common, answers):
         cd = _copydetect()
-        common = boilerplate(section)
         code_common = cd.CodeFingerprint("boilerplate.py", NOISE, 1, fp=io.StringIO(common.code), language="python")
         text_common = cd.CodeFingerprint("boilerplate.txt", NOISE, 1, filter=False, fp=io.StringIO(common.text))
         self.code = {student: cd.CodeFingerprint(
@@ -201,28 +201,29 @@ def _compare(cd, first, second):
     return tuple(round(float(s), 4) for s in shares), int(shared), runs
 
 
-def pairs(section, answers, cache=None):
+def pairs(section, answers, cache=None, used=None):
     """Every Pair of students of `section` whose answers share a fingerprint, from `answers`
-    (student -> Answers). `cache` (a dict, updated) holds earlier comparisons by the two answers'
-    digests; returns (pairs, how many were compared rather than read from the cache)."""
+    (student -> Answers). `cache` (a dict, updated) holds earlier comparisons, keyed by the two
+    answers and the section's boilerplate; `used` (a dict, updated) gets the entries of these
+    pairs. Returns (pairs, how many were compared rather than read from the cache)."""
     cd = _copydetect()
     cache = {} if cache is None else cache
-    prints, found, compared = Fingerprints(section, answers), [], 0
+    common = boilerplate(section)
+    prints, found, compared = Fingerprints(common, answers), [], 0
     for a, b in prints.candidates():
-        key = _key(section, answers[a], answers[b])
+        key = hashlib.sha256(json.dumps([SETTINGS, common.digest(), answers[a].digest(),
+                                         answers[b].digest()]).encode()).hexdigest()
         if key not in cache:
             code = _compare(cd, prints.code[a], prints.code[b])
             text = _compare(cd, prints.text[a], prints.text[b])
             cache[key] = [code, text]
             compared += 1
+        if used is not None:
+            used[key] = cache[key]
         (code_shares, code_shared, code_runs), (text_shares, text_shared, text_runs) = cache[key]
         found.append(Pair(section, a, b, tuple(code_shares), tuple(text_shares), code_shared, text_shared,
                           tuple(code_runs), tuple(text_runs)))
     return found, compared
-
-
-def _key(section, first, second):
-    return hashlib.sha256(json.dumps([SETTINGS, section, first.digest(), second.digest()]).encode()).hexdigest()
 
 
 # --- the class's pairs: similar.csv and a page per pair ---------------------------------------
@@ -251,8 +252,7 @@ def write_similar(out, results):
     shutil.rmtree(out / "similar", ignore_errors=True)  # pages of pairs no longer listed go
     today, listed = {}, []
     for section, answers in sorted(_by_section(results, out).items()):
-        found, _ = pairs(section, answers, cache)
-        today.update((key, cache[key]) for key in (_key(section, answers[p.a], answers[p.b]) for p in found))
+        found, _ = pairs(section, answers, cache, today)
         chosen = sorted((p for p in found if p.listed(threshold)), key=lambda p: (-p.share, p.a, p.b))
         for number, pair in enumerate(chosen, 1):
             page = Path("similar") / section / f"pair-{number}.html"

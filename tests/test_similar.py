@@ -107,6 +107,12 @@ def test_a_rerun_compares_only_the_pairs_of_a_changed_notebook(test_class, tmp_p
     similar.write_similar(tmp_path, results)
     assert compared and all("hon." in pair[0] or "hon." in pair[1] for pair in compared), compared
     assert len(compared) < first
+    compared.clear()
+    real_boilerplate = similar.boilerplate
+    monkeypatch.setattr(similar, "boilerplate", lambda section: similar.Answers(
+        real_boilerplate(section).code + "\nextra = 1\n", real_boilerplate(section).text))
+    similar.write_similar(tmp_path, results)
+    assert len(compared) == first  # a new solution or release: every pair again
 
 
 def _tables(out, entries, monkeypatch):
