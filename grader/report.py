@@ -91,7 +91,7 @@ def plot_scores(graded, path):
     fig.savefig(path, dpi=100)
 
 
-def html_report(out, counts, written, similar=""):
+def html_report(out, counts, written, similar):
     """The report's page for the class graded into `out`, from its Counts, the progress of the
     written answers graded by hand (grader.gradebook.written_progress) and the similar pairs'
     part (HTML, grader.similar.report_section)."""
