@@ -42,6 +42,14 @@ profile = _load("profile")
 similar = _load("similar")
 
 
+def test_no_test_puts_bench_on_the_import_path():
+    """bench/profile.py would hide the standard library's profile, which cProfile (and so torch's
+    benchmarks) imports: the tests import a script as bench.NAME or by its file, never from bench/
+    on sys.path. Every test module is imported before any test runs, so a culprit is caught."""
+    assert str(ROOT / "bench") not in sys.path and "bench" not in sys.path
+    assert hasattr(importlib.import_module("profile"), "run")
+
+
 def _run(module, argv, monkeypatch):
     """main(argv) as if typed after `python bench/NAME.py`, restoring threads and the fast path."""
     monkeypatch.setattr(sys, "argv", [module.__file__, *argv])

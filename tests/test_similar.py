@@ -16,9 +16,9 @@ from grader.autograde import write_tables
 from grader.course import SECTIONS, nbgrader_info
 from grader.sample_class import catalogue_variant
 
+from bench import similar as bench  # bench/similar.py: the test class
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-import similar as bench  # noqa: E402  bench/similar.py: the test class
 
 SECTION = "02-positions"
 
@@ -77,7 +77,7 @@ def test_the_shares_are_the_same_in_every_process(test_class):
     """copydetect hashes k-grams with Python's hash(), seeded anew in each process: the grader's
     own hash makes the winnowing, and so the shares, the same in every run."""
     folder, _ = test_class
-    code = ("import json, sys; sys.path.insert(0, 'bench'); import similar as b; "
+    code = ("import json; from bench import similar as b; "
             f"found = b.class_pairs({str(folder)!r}); "
             "print(json.dumps(sorted([list(k), p.code_shares, p.text_shares, p.code_runs] for k, p in found.items())))")
     outputs = {subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
