@@ -159,7 +159,7 @@ def test_class(folder):
 
 def _unwritten(notebook, section):
     """`notebook` with its written answers as released: only the code is copied."""
-    released = similar._answer_cells(nbformat.read(similar.release_notebook(section), as_version=4))
+    released = similar._released(section)
     for cell in notebook.cells:
         name = nbgrader_info(cell).get("grade_id")
         if cell.cell_type == "markdown" and name in released:
@@ -232,7 +232,7 @@ def one_task_among_own_answers(threshold=similar.THRESHOLD):
     them are listed."""
     found = []
     for section in SECTIONS:
-        released = similar._answer_cells(nbformat.read(similar.release_notebook(section), as_version=4))
+        released = similar._released(section)
         own, other = ({nbgrader_info(c)["grade_id"]: c.source for c in _answer_cells(catalogue_variant(section, "right", k)[0])}
                       for k in (HONEST["ora"], HONEST["hon"]))
         for task in own:
@@ -255,7 +255,7 @@ def made_up_students(count, section="01-heads", seed=0):
     wrong, right = catalogue.load(section)
     choices = {name: [code, *(e.code for e in wrong + right if e.name == name)]
                for name, code in _solutions(section).items()}
-    released = similar._answer_cells(nbformat.read(similar.release_notebook(section), as_version=4))
+    released = similar._released(section)
     students = {}
     for number in range(count):
         cells = {name: rng.choice(options) for name, options in choices.items()}

@@ -235,9 +235,13 @@ def keep_threshold(out, threshold):
     if not 0 < threshold <= 1:
         raise ValueError(f"a similar pair's threshold is a share between 0 and 1, not {threshold}")
     store = Path(out) / "similar.json"
-    kept = json.loads(store.read_text()) if store.is_file() else {}
     store.parent.mkdir(parents=True, exist_ok=True)
-    store.write_text(json.dumps({**kept, "threshold": threshold}))
+    store.write_text(json.dumps({**_kept(store), "threshold": threshold}))
+
+
+def _kept(store):
+    """What the class folder's similar.json holds: its threshold and its pairs' comparisons."""
+    return json.loads(store.read_text()) if store.is_file() else {}
 
 
 def write_similar(out, results):
@@ -247,7 +251,7 @@ def write_similar(out, results):
     each with its page's path relative to `out`)."""
     out = Path(out)
     store = out / "similar.json"
-    kept = json.loads(store.read_text()) if store.is_file() else {}
+    kept = _kept(store)
     cache, threshold = kept.get("pairs", {}), kept.get("threshold", THRESHOLD)
     shutil.rmtree(out / "similar", ignore_errors=True)  # pages of pairs no longer listed go
     today, listed = {}, []
