@@ -114,10 +114,20 @@ def read_answers(path, section):
     by_id = {cell.get("id"): name for name, cell in released.items()}
     mine = {}
     for cell in notebook.cells:
-        name = nbgrader_info(cell).get("grade_id") or by_id.get(cell.get("id"))
+        name = _task_of(cell, by_id)
         if name in released and name not in mine and isinstance(cell.get("source"), str):
             mine[name] = cell.source
     return _answers(mine, released)
+
+
+def _task_of(cell, by_id):
+    """The grade_id a submitted cell answers, or None: a student's file may hold any JSON where
+    nbgrader's metadata or a cell id should be, and must cost only its own comparison."""
+    metadata = cell.get("metadata")
+    info = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+    name = info.get("grade_id") if isinstance(info, dict) else None
+    cell_id = cell.get("id")
+    return name if isinstance(name, str) else by_id.get(cell_id) if isinstance(cell_id, str) else None
 
 
 def boilerplate(section):

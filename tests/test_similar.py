@@ -3,6 +3,7 @@ honest students are not, in every section; what a student wrote cannot reach the
 spreadsheet as markup or a formula; a re-run compares only the pairs of a changed notebook."""
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -165,6 +166,25 @@ def test_the_pairs_are_read_from_the_class_folder_once_the_files_handed_in_are_g
             entries[key] = {**entry, "notebook": str(tmp_path / "gone" / f"{SECTION}.ipynb")}
     listed = _tables(tmp_path, entries, monkeypatch)
     assert {tuple(sorted(p)) for p in bench.PLANTED} <= {(row["student_a"], row["student_b"]) for row in listed}
+
+
+def test_metadata_of_any_json_type_neither_raises_nor_hides_an_answer(tmp_path):
+    """A file handed in is JSON of the student's making: nbgrader's metadata as a string, a grade
+    id as a list. Such a cell is found by its id, as one whose metadata an editor stripped.
+    (Before, both raised, and autograde wrote no report for the class.)"""
+    notebook, _ = catalogue_variant(SECTION, "right", 1)
+    expected = _answers(notebook)
+    spoiled = json.loads(nbformat.writes(notebook))
+    first, second, third = [c for c in spoiled["cells"] if c["metadata"].get("nbgrader", {}).get("solution")][:3]
+    first["metadata"]["nbgrader"] = "oops"
+    second["metadata"]["nbgrader"]["grade_id"] = ["x"]
+    path = tmp_path / "spoiled.ipynb"
+    path.write_text(json.dumps(spoiled))
+    answers = similar.read_answers(path, SECTION)
+    assert answers == expected
+    third["metadata"] = []  # nbformat refuses the file: nothing to compare, and no error
+    path.write_text(json.dumps(spoiled))
+    assert similar.read_answers(path, SECTION) is None
 
 
 def test_broken_foreign_and_flooded_notebooks_cost_nothing_else(tmp_path):
