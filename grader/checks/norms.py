@@ -274,13 +274,15 @@ def _check_known(query_shift, widths_differ, swap=False):
 
 def _check_fresh(query_shift):
     """AddBatchMean on two batches drawn as the check runs (fresh_generator), which share row 0:
-    at each position both have, row 0 moves by the difference of the other rows' sums over b."""
+    at each position both have, row 0 moves by the difference of the other rows' sums over b.
+    `other`'s last position is a pad (zeros) in every row, as in known_batches, so an answer that
+    widens `batch` with zeros is right here, whatever the draw, and is named by the BatchNorm stage."""
     generator = fresh_generator()
     b, s, d = (int(n) for n in torch.randint(2, 7, (3,), generator=generator))
     batch = torch.randn(b, s, d, generator=generator)
     other = torch.randn(b, s + 1, d, generator=generator)
     other[0, :s] = batch[0]
-    other[0, s:] = 0
+    other[:, s:] = 0
     want = ((batch[1:].sum(0) - other[1:, :s].sum(0)) / b).abs().max().item()
     got = _shift(query_shift, AddBatchMean(), batch, other)
     expect(abs(got - want) <= 1e-5 * max(1.0, want),
