@@ -82,7 +82,10 @@ def base_folder():
 def key(options):
     """The key of the server that may grade a check with these `options` (GradingOptions), here and
     now: 24 hex digits."""
+    # The course's fingerprint leaves out the server's own code and the command that starts it.
+    server = b"".join((ROOT / "grader" / name).read_bytes() for name in ("check_server.py", "__main__.py"))
     facts = {"checkout": str(ROOT), "course": fingerprint.grading_versions(options, ROOT)[None],
+             "server": hashlib.sha256(server).hexdigest(),
              "python": [sys.executable, sys.version], "options": options.to_json(),
              "environment": {name: os.environ.get(name) for name in ENVIRONMENT}}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]

@@ -14,9 +14,16 @@ from grader.options import GradingOptions
 # the library, the pins, the grader with its templates, and the data the notebooks read.
 SHARED = ["ticketnet.py", "requirements.txt", "grader/**/*.py", "grader/templates/*", "data/**/*",
           "bench/results/**/*"]
-# Never read by grading: the sample class, and the class's report and similar pairs, which
-# autograde writes anew from the results at the end of every run (autograde.write_tables)
-NOT_READ = ("grader/examples/", "grader/report.py", "grader/similar.py")
+# Never read by grading, so a change to them grades nothing again: the sample class and its
+# builder; the class's report and similar pairs, written anew from the results at the end of every
+# run (autograde.write_tables); the command line, which hands its choices over as GradingOptions
+# (in the fingerprint); the order and the machines notebooks are graded on (schedule, cluster),
+# whose only result of their own is a grader failure, graded again in the next run; running
+# notebooks (execute); the check server, whose key adds its own code (check_server.key).
+# tests/test_grader.py holds that no module outside this list but autograde imports one in it.
+NOT_READ = ("grader/examples/", "grader/sample_class.py", "grader/report.py", "grader/similar.py",
+            "grader/__main__.py", "grader/schedule.py", "grader/cluster.py", "grader/execute.py",
+            "grader/check_server.py")
 # The libraries that run a grade.
 LIBRARIES = ["torch", "numpy", "pandas", "matplotlib", "scikit-learn", "tqdm", "nbgrader", "nbclient",
              "nbconvert", "nbformat", "ipykernel", "jupyter_client", "traitlets"]

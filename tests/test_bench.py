@@ -38,14 +38,15 @@ inference = _load("inference")
 notebooks = _load("notebooks")
 grading = _load("grading")
 edition = _load("edition")
-profile = _load("profile")
+grading_profile = _load("grading_profile")
 similar = _load("similar")
 
 
 def test_no_test_puts_bench_on_the_import_path():
-    """bench/profile.py would hide the standard library's profile, which cProfile (and so torch's
-    benchmarks) imports: the tests import a script as bench.NAME or by its file, never from bench/
-    on sys.path. Every test module is imported before any test runs, so a culprit is caught."""
+    """A script of bench/ named like a module of the standard library would hide it (bench/profile.py
+    hid the profile that cProfile, and so torch's benchmarks, import, until it was renamed): the
+    tests import a script as bench.NAME or by its file, never from bench/ on sys.path. Every test
+    module is imported before any test runs, so a culprit is caught."""
     assert str(ROOT / "bench") not in sys.path and "bench" not in sys.path
     assert hasattr(importlib.import_module("profile"), "run")
 
@@ -322,12 +323,12 @@ def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
 
 
 def test_profile_of_one_section_against_a_commit(capsys):
-    """bench/profile.py, this checkout against its own last commit: a row for each, with the
+    """bench/grading_profile.py, this checkout against its own last commit: a row for each, with the
     solution graded in full by both."""
     def worktrees():
         return subprocess.run(["git", "worktree", "list"], cwd=ROOT, capture_output=True, text=True).stdout
     before = worktrees()
-    profile.main(["--against", "HEAD", "--sections", "02-positions"])
+    grading_profile.main(["--against", "HEAD", "--sections", "02-positions"])
     printed = capsys.readouterr().out
     rows = _table(printed, "02-positions this checkout")  # the last line printed before the table
     assert [(r["section"], r["code"]) for r in rows] == [
@@ -336,7 +337,7 @@ def test_profile_of_one_section_against_a_commit(capsys):
     assert worktrees() == before  # the other commit's worktree removed
 
 
-@pytest.mark.parametrize("module", [training, inference, notebooks, grading, edition, profile, similar])
+@pytest.mark.parametrize("module", [training, inference, notebooks, grading, edition, grading_profile, similar])
 def test_benchmark_docstrings_say_how_to_run_them(module):
     assert f"python bench/{Path(module.__file__).name}" in module.__doc__
 

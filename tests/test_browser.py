@@ -243,7 +243,7 @@ def test_an_instructor_reads_a_similar_pair_side_by_side(browser, tmp_path, kept
     """bench/similar.py's test class, section 2, autograded: the report lists each planted copy
     and no honest pair, and a pair's link opens the two students' answers side by side, the runs
     they share marked."""
-    from bench import similar as bench  # not bench/ on sys.path: its profile.py would hide the standard library's
+    from bench import similar as bench  # not bench/ on sys.path (tests/test_bench.py says why)
     from grader.options import SAMPLE_CLASS
     section, everyone, submissions = "02-positions", tmp_path / "test-class", tmp_path / "submissions"
     bench.test_class(everyone)

@@ -72,10 +72,11 @@ def test_the_warm_server_gives_the_grade_of_a_check_in_its_own_process_faster(ru
 
 def test_the_key_changes_with_the_code_the_environment_and_the_options(tmp_path, monkeypatch):
     """The key holds the course's fingerprint (grader.fingerprint, the one that re-grades a class's
-    notebooks), so whatever re-grades them also starts a new server."""
+    notebooks), so whatever re-grades them also starts a new server; and the server's own code and
+    the command that starts it, which the fingerprint leaves out."""
     checkout = tmp_path / "course"
     edited = ["grader/grading.py", "grader/templates/feedback.tpl", "data/a.csv", "requirements.txt",
-              "solutions/01-heads/01-heads.ipynb"]
+              "solutions/01-heads/01-heads.ipynb", "grader/check_server.py", "grader/__main__.py"]
     for name in {*edited, *(f"solutions/{s}/{s}.ipynb" for s in SECTIONS)}:
         (checkout / name).parent.mkdir(parents=True, exist_ok=True)
         (checkout / name).write_text("1")
@@ -97,7 +98,7 @@ def test_the_key_changes_with_the_code_the_environment_and_the_options(tmp_path,
     keys.add(check_server.key(replace(OPTIONS, timeout=5)))
     monkeypatch.setattr(check_server, "ROOT", shutil.copytree(checkout, tmp_path / "another"))  # the same, elsewhere
     keys.add(check_server.key(OPTIONS))
-    assert len(keys) == 11
+    assert len(keys) == 13
 
 
 def _fake_server(folder, answer):

@@ -121,6 +121,25 @@ def test_a_cycle_is_found_through_imports_inside_functions_and_named(tmp_path, s
     assert a_cycle(import_graph(tmp_path)) == cycle
 
 
+def not_read_modules(root=ROOT):
+    """The modules of grader/ that fingerprint.NOT_READ leaves out of a grade's fingerprint."""
+    from grader.fingerprint import NOT_READ
+    return {name for name, path in grader_modules(root).items()
+            if path.relative_to(root).as_posix().startswith(NOT_READ)}
+
+
+def test_what_grading_reads_imports_nothing_that_the_fingerprint_leaves_out():
+    """A change to a module the fingerprint leaves out grades no notebook again, so no module that
+    grades may import one, even inside a function. autograde alone may: it hands the notebooks out
+    (schedule, cluster) and writes the class's tables (report, similar) after grading."""
+    graph, left_out = import_graph(), not_read_modules()
+    assert {"grader.__main__", "grader.report", "grader.schedule", "grader.cluster"} <= left_out
+    assert "grader.worker" in graph and "grader.worker" not in left_out
+    reads = [f"{name} imports {other}" for name in sorted(set(graph) - left_out - {"grader.autograde"})
+             for other in sorted(graph[name] & left_out)]
+    assert reads == []
+
+
 # --- the picture of the layers in the README ----------------------------------------------------
 
 NOT_THE_PACKAGE = ("examples", "edition", "templates")  # the sample class, the edition's sources, nbgrader's config

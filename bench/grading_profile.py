@@ -6,7 +6,7 @@ taking turns section by section and round by round, so that the machine's drift 
 Each process grades one notebook and writes its feedback page; the table gives each column's
 median over the rounds, the other commit's first.
 
-    python bench/profile.py --against 81dcb3f [--rounds 2]
+    python bench/grading_profile.py --against 81dcb3f [--rounds 2]
 """
 
 import argparse
