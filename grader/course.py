@@ -8,6 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
 RELEASE = ROOT / "notebooks"
+EDITION_SOURCE = ROOT / "grader" / "edition"  # the files written for the student edition alone
 
 # The one place the address students fetch the course from is written: that of the student
 # edition (`python -m grader publish`), never this repository, which holds the answers. The set-up

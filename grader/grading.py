@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import judge, publish, release, repair, sandbox
+from grader import judge, recordings, release, repair, sandbox
 from grader.warm_kernel import WarmKernels, kernel_spec, use_warm_kernels
 from grader.course import ROOT, SOLUTIONS, nbgrader_info, solution_notebook
 from grader.options import GradingOptions
@@ -123,7 +123,7 @@ def kernel_settings(folder, options):
         os.chown(sockets, sandbox.STUDENT, sandbox.STUDENT)
     return sandbox.settings(sockets, sandboxed=options.sandboxed, data=banking77_folder(),
                             limits={"memory_mb": options.memory_mb},
-                            references=publish.kernel_references() if options.sandboxed else None)
+                            references=recordings.kernel_references() if options.sandboxed else None)
 
 
 def fresh_kernels(folder, settings):

@@ -45,9 +45,9 @@ def write_report(out, results, similar=None):
 
 
 def _catalogued():
-    from grader import publish
+    from grader import recordings
     try:
-        return publish.catalogued_mistakes()
+        return recordings.catalogued_mistakes()
     except RuntimeError:  # the solutions cannot run here (no Banking77?): no names, the rest stands
         return {}
 
@@ -55,7 +55,7 @@ def _catalogued():
 def count(results, catalogued):
     """The class's Counts: its results sorted into graded and not, each task's pass rate, its failure
     messages grouped by shape (numbers aside) and named from `catalogued`
-    (grader.publish.catalogued_mistakes()), and the tasks handed in as released."""
+    (grader.recordings.catalogued_mistakes()), and the tasks handed in as released."""
     in_order = sorted(results.values(), key=lambda r: (r["student"], Path(r["notebook"]).name))
     counts = Counts(len(results), graded=[r for r in in_order if not r["error"]],
                     broken=[r for r in in_order if r["error"] and not r.get("grader_failure")],
@@ -148,7 +148,7 @@ graded waits again.</p>
 
 def mistake_named(catalogued, section, grade_id, message):
     """The names of the catalogue's wrong answers whose check fails with this message (numbers
-    aside), joined; '' when none does. `catalogued`: grader.publish.catalogued_mistakes()."""
+    aside), joined; '' when none does. `catalogued`: grader.recordings.catalogued_mistakes()."""
     named = catalogued.get(", ".join([str(section), grade_id, message_shape(message)]), [])
     return "; ".join(dict.fromkeys(named))
 

@@ -11,7 +11,7 @@ this module only says what goes in it. A kernel in the sandbox:
   and grader/ without the catalogues and the sample class: no solutions/, no .git, no gradebook,
   no submissions and no output folder. In place of grader/references, the code that computes what
   the checks compare with, it sees the recorded results of the visible checks, as students have
-  them, and of no hidden test (grader.publish.kernel_references);
+  them, and of no hidden test (grader.recordings.kernel_references);
 - writes only to a fresh HOME (also its IPYTHONDIR and working folder), /tmp and /dev/shm, all
   in memory and limited in size, and gone when it ends, and to its socket folder (the settings'
   `writable` list, which the warm server empties between kernels);

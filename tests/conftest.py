@@ -143,7 +143,7 @@ def checkout_digest(*tests, root=ROOT):
 
 @pytest.fixture(scope="session", autouse=True)
 def checks_recorded_before_mutants():
-    """Under mutmut, record the checks' results (grader.publish.kernel_references) from the code as
+    """Under mutmut, record the checks' results (grader.recordings.kernel_references) from the code as
     written before any test grades. The recording is a child process: with MUTANT_UNDER_TEST
     inherited it would run a mutant (wrong results, kept for every later mutant) or fail on
     mutmut's call counting."""
@@ -151,8 +151,8 @@ def checks_recorded_before_mutants():
     if mutant is None:
         return
     try:
-        from grader import publish
-        publish.kernel_references()
+        from grader import recordings
+        recordings.kernel_references()
     finally:
         os.environ["MUTANT_UNDER_TEST"] = mutant
 

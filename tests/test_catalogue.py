@@ -23,9 +23,9 @@ import nbformat
 import pytest
 import torch
 
-from grader import catalogue, publish, references
+from grader import catalogue, recordings, references
 from grader.catalogue import Session, answer_cells
-from grader.course import NUMBER, SECTIONS, release_notebook, solution_notebook
+from grader.course import EDITION_SOURCE, NUMBER, SECTIONS, release_notebook, solution_notebook
 
 # Seconds of CPU to execute a section in this process (CPU time, so that the other tests running
 # beside it do not count): 1-5 under a minute; 6-7, which train, under 20 s when shortened.
@@ -38,9 +38,9 @@ class EditionSession:
 
     def __init__(self, section):
         with tempfile.TemporaryDirectory() as folder:
-            torch.save(publish.record([section]), Path(folder) / "expected.pt")
+            torch.save(recordings.record([section]), Path(folder) / "expected.pt")
             reader = Path(folder) / "references.py"
-            reader.write_bytes((publish.EDITION_SOURCE / "references.py").read_bytes())
+            reader.write_bytes((EDITION_SOURCE / "references.py").read_bytes())
             spec = importlib.util.spec_from_file_location(f"edition_references_{section}", reader)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)

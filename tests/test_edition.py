@@ -13,7 +13,7 @@ import time
 import nbformat
 import pytest
 
-from grader import publish
+from grader import publish, recordings
 from grader.course import ROOT, SECTIONS, solution_notebook
 from grader.judge import without_hidden_tests
 
@@ -252,30 +252,30 @@ def offline(banking77_dir, tmp_path, monkeypatch):
 
 def test_offline_a_section_1_check_records_section_1_and_section_7_once_its_data_is_there(
         offline, tmp_path, monkeypatch):
-    """The grading kernels' recorded results (publish.kernel_references) are made section by
+    """The grading kernels' recorded results (recordings.kernel_references) are made section by
     section: without Banking77, section 7 is left out, saying why, and the other sections grade;
     given the files, the next grading records section 7 alone."""
     import torch
-    monkeypatch.setattr(publish, "KERNEL_REFERENCES", tmp_path / "references")
-    monkeypatch.setattr(publish, "SECTIONS", ("01-heads", "07-banking77"))
-    shown = publish.kernel_references()
-    keys = torch.load(shown / publish.EXPECTED_NAME, weights_only=True).keys()
+    monkeypatch.setattr(recordings, "KERNEL_REFERENCES", tmp_path / "references")
+    monkeypatch.setattr(recordings, "SECTIONS", ("01-heads", "07-banking77"))
+    shown = recordings.kernel_references()
+    keys = torch.load(shown / recordings.EXPECTED_NAME, weights_only=True).keys()
     assert keys and all(key.startswith("heads.") for key in keys), sorted(keys)[:5]
     state = shown.parent
     assert "set BANKING77_DIR" in (state / "07-banking77" / "unavailable.txt").read_text()
-    first = (state / "01-heads" / publish.EXPECTED_NAME).stat().st_mtime_ns
-    assert publish.catalogued_mistakes() and all(k.startswith("01-heads") for k in publish.catalogued_mistakes())
+    first = (state / "01-heads" / recordings.EXPECTED_NAME).stat().st_mtime_ns
+    assert recordings.catalogued_mistakes() and all(k.startswith("01-heads") for k in recordings.catalogued_mistakes())
 
     monkeypatch.setenv("BANKING77_DIR", str(offline))
-    assert publish.kernel_references() == shown
-    keys = torch.load(shown / publish.EXPECTED_NAME, weights_only=True).keys()
+    assert recordings.kernel_references() == shown
+    keys = torch.load(shown / recordings.EXPECTED_NAME, weights_only=True).keys()
     assert {key.split(".")[0] for key in keys} == {"heads", "banking"}, sorted({key.split(".")[0] for key in keys})
     assert not (state / "07-banking77" / "unavailable.txt").exists()
-    assert (state / "01-heads" / publish.EXPECTED_NAME).stat().st_mtime_ns == first, "section 1 recorded twice"
+    assert (state / "01-heads" / recordings.EXPECTED_NAME).stat().st_mtime_ns == first, "section 1 recorded twice"
 
 
 def test_publishing_without_banking77_says_where_to_put_it(offline, tmp_path, monkeypatch):
-    monkeypatch.setattr(publish, "KERNEL_REFERENCES", tmp_path / "references")
+    monkeypatch.setattr(recordings, "KERNEL_REFERENCES", tmp_path / "references")
     monkeypatch.setattr(publish, "SECTIONS", ("07-banking77",))
     with pytest.raises(publish.DataMissing, match=r"put its train.csv and test.csv in a folder and set "
                                                    r"BANKING77_DIR to that folder"):

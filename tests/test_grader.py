@@ -225,13 +225,13 @@ def test_a_kernels_sandbox_shows_banking77_and_only_the_visible_checks_results_b
     Banking77 copy shown (a kernel has no network), the options' memory, and grader/references
     replaced by the recording of the visible checks' results alone (none for an unsandboxed course,
     which would not hide them anyway)."""
-    from grader import publish
+    from grader import recordings
     monkeypatch.setenv("BANKING77_DIR", str(banking77_dir))
     sandboxed = grading.kernel_settings(tmp_path, GradingOptions(memory_mb=1536))
     assert stat.S_IMODE((tmp_path / "sockets").stat().st_mode) == 0o700
     assert sandboxed["sockets"] == str(tmp_path / "sockets") and sandboxed["limits"]["memory_mb"] == 1536
     assert sandboxed["env"]["BANKING77_DIR"] == str(banking77_dir)
-    assert sandboxed["replaced"] == {str(ROOT / "grader" / "references"): str(publish.kernel_references())}
+    assert sandboxed["replaced"] == {str(ROOT / "grader" / "references"): str(recordings.kernel_references())}
     (tmp_path / "trusted").mkdir()
     unconfined = grading.kernel_settings(tmp_path / "trusted", GradingOptions(sandboxed=False))
     assert unconfined["sandboxed"] is False and unconfined["replaced"] == {}

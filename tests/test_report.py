@@ -137,9 +137,9 @@ def test_tasks_not_written_yet_are_counted_apart_from_the_mistakes(tmp_path):
 
 
 def test_a_message_on_other_numbers_counts_as_the_same_mistake_named_as_the_catalogue_names_it(tmp_path):
-    from grader import publish
+    from grader import recordings
     # the shape of the message with which section 1's check refuses `view` without `transpose`
-    shape = next(key for key, named in publish.catalogued_mistakes().items()
+    shape = next(key for key, named in recordings.catalogued_mistakes().items()
                  if key.startswith("01-heads, test_split_heads, ") and "view without transpose" in named)
     shape = shape.removeprefix("01-heads, test_split_heads, ")
     # the message given once comes first: only the counts make the other the one shown
@@ -155,11 +155,11 @@ def test_a_message_on_other_numbers_counts_as_the_same_mistake_named_as_the_cata
 
 
 def test_without_the_catalogues_names_the_mistakes_are_still_counted(tmp_path, monkeypatch):
-    from grader import publish
+    from grader import recordings
 
     def cannot_record():
         raise RuntimeError("recording the results the checks compare with failed")
-    monkeypatch.setattr(publish, "catalogued_mistakes", cannot_record)
+    monkeypatch.setattr(recordings, "catalogued_mistakes", cannot_record)
     results = {"ada": _graded("ada", "01-heads", {"test_f": (0.0, "AssertionError: shape (2, 4)")})}
     html = write_report(tmp_path, results).read_text()
     assert _failures(html) == "<tr><td>1</td><td>test_f</td><td></td><td><code>AssertionError: shape (2, 4)</code></td></tr>"

@@ -182,7 +182,7 @@ BORROWED = ("from grader.references.heads import _attention as _reference\n\n"
 
 # Found in stop 23: grader/references computes what the checks compare with, and a MultiHead whose
 # forward borrowed its attention earned the points. The sandbox now shows kernels recorded results
-# in its place (grader.publish.kernel_references): the import fails, and the check cells still run.
+# in its place (grader.recordings.kernel_references): the import fails, and the check cells still run.
 @pytest.mark.nbgrader
 def test_an_answer_borrowed_from_the_graders_references_earns_nothing(tmp_path):
     notebook = submission(BORROWED, 'if "{name}" == "MultiHead": MultiHead.forward = _borrowed', "")
@@ -526,11 +526,11 @@ def test_the_grading_sandbox_holds_no_hidden_tests_result():
     checks' results only, as the student edition does, and the judge runs the hidden tests outside
     the kernel."""
     import torch
-    from grader import publish
-    shown = torch.load(publish.kernel_references() / publish.EXPECTED_NAME, weights_only=True)
-    visible = publish.record(sections=(SECTION,), hidden=False)
+    from grader import recordings
+    shown = torch.load(recordings.kernel_references() / recordings.EXPECTED_NAME, weights_only=True)
+    visible = recordings.record(sections=(SECTION,), hidden=False)
     assert {key for key in shown if key.startswith("heads.")} == set(visible)
-    assert HIDDEN_KEY in publish.record(sections=(SECTION,), hidden=True) and HIDDEN_KEY not in shown
+    assert HIDDEN_KEY in recordings.record(sections=(SECTION,), hidden=True) and HIDDEN_KEY not in shown
 
 
 @pytest.mark.nbgrader
@@ -635,11 +635,11 @@ def test_a_recorded_result_alone_passes_no_check_of_section_1_in_the_student_edi
     """Issue 41: the student edition holds the results the visible checks compare with. Masks that
     answer with a recorded one (or its recorded inversion) printed "Check passed". Each check now
     ends on tickets drawn as it runs."""
-    from grader import publish, references
+    from grader import recordings, references
     from grader.checks import heads
     from grader.course import reference_key
     from ticketnet import PAD
-    recorded = publish.record(sections=(SECTION,), hidden=False)
+    recorded = recordings.record(sections=(SECTION,), hidden=False)
     monkeypatch.setattr(references, "expected", lambda module, name, *settings: recorded[
         reference_key(module, name, settings)])
     padding = recorded["heads.padding_masks((5, 2, 7), None, 0)"]
