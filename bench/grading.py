@@ -29,7 +29,7 @@ work, and whatever the kernel start costs inside nbgrader beyond what was measur
 the feedback page.
 
 Last, the costs paid once per run: a new gradebook's schema version, asked of the `alembic`
-command as nbgrader does and read in-process as the grader does (grader.release.alembic_head);
+command as nbgrader does and read in-process as the grader does (grader.nbconfig.alembic_head);
 and `python -m grader check` of one release notebook as a student types it: in its own process
 (warm and fresh kernels), and from the warm check server (grader.check_server), first and after.
 
@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.tables import BENCHMARKS, OtherLoad, table, write_section  # noqa: E402
 from grader.autograde import autograde  # noqa: E402
-from grader.course import SECTIONS, SOLUTIONS  # noqa: E402
+from grader.course import SECTIONS, SOLUTIONS, is_check_cell  # noqa: E402
 from grader.options import SAMPLE_CLASS, GradingOptions  # noqa: E402
 from grader.sample_class import CLASS  # noqa: E402
 
@@ -169,14 +169,14 @@ def _cpu_seconds(seconds, cores):
 
 def once_per_run(section):
     """{what: seconds} for the fixed costs of a grading run."""
-    from grader import release
+    from grader import nbconfig
     from grader.course import release_notebook
     seconds = {}
     start = time.perf_counter()
-    release.alembic_head_by_command()
+    nbconfig.alembic_head_by_command()
     seconds["schema version, from the alembic command (nbgrader)"] = time.perf_counter() - start
     start = time.perf_counter()
-    release.alembic_head()
+    nbconfig.alembic_head()
     seconds["schema version, read in-process (grader)"] = time.perf_counter() - start
     seconds.update(checks(release_notebook(section), section))
     return seconds
@@ -311,7 +311,7 @@ def breakdown(warm, timeout, sections=SECTIONS, sandboxed=True):
         code = [c for c in notebook.cells if c.cell_type == "code"]
         first = next(i for i, c in enumerate(code) if TAG in c.metadata.get("tags", []))
         imports = sum(_cell_seconds(c) for c in code[first:first + 2])  # set-up, then the imports
-        checks = sum(_cell_seconds(c) for c in code if judge.is_check_cell(c))  # the visible checks
+        checks = sum(_cell_seconds(c) for c in code if is_check_cell(c))  # the visible checks
         cells = sum(_cell_seconds(c) for c in code) - imports - checks
         course.close()
         rows.append({"section": section, "kernel start": start_kernel, "set-up and imports": imports,

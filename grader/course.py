@@ -53,6 +53,10 @@ def is_parts_cell(cell):
     return cell.cell_type == "code" and PARTS_TAG in cell.metadata.get("tags", [])
 
 
+def is_check_cell(cell):
+    return cell.cell_type == "code" and nbgrader_info(cell).get("grade") and not nbgrader_info(cell).get("solution")
+
+
 def solution_notebook(section):
     return SOLUTIONS / section / f"{section}.ipynb"
 

@@ -7,7 +7,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
-from grader.release import kernel_arguments
+from grader.nbconfig import kernel_arguments
 
 
 def execute(path, timeout=600):

@@ -66,7 +66,7 @@ def _untouched(cell):
 
 def _api(folder):
     """An nbgrader API for registering sections (it grades nothing: no kernels)."""
-    from grader.release import nbgrader_api
+    from grader.nbconfig import nbgrader_api
     return nbgrader_api(folder, folder / "release", folder / "gradebook.db", source=SOLUTIONS)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import judge, recordings, release, repair, sandbox
+from grader import judge, nbconfig, recordings, release, repair, sandbox
 from grader.warm_kernel import WarmKernels, kernel_spec, use_warm_kernels
 from grader.course import ROOT, SOLUTIONS, nbgrader_info, solution_notebook
 from grader.options import GradingOptions
@@ -140,8 +140,8 @@ def grading_config(folder, timeout, kernel):
     the repairs, the judge, the sandbox's sockets. One definition for `grader check`, the workers
     of `grader autograde` and plain nbgrader in the class's folder (grader/gradebook.py)."""
     folder = Path(folder)
-    return release.nbgrader_config(folder, folder / "release", folder / "gradebook.db", source=SOLUTIONS,
-                                   timeout=timeout, kernel=kernel, judged=True, sockets=folder / "sockets" / "k")
+    return nbconfig.nbgrader_config(folder, folder / "release", folder / "gradebook.db", source=SOLUTIONS,
+                                    timeout=timeout, kernel=kernel, judged=True, sockets=folder / "sockets" / "k")
 
 
 class GraderFailure(Exception):

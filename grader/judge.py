@@ -25,7 +25,8 @@ import re
 import nbformat
 import torch
 
-from grader.course import SOLUTIONS, is_parts_cell, nbgrader_info, solution_notebook
+from grader.course import SOLUTIONS, is_check_cell, is_parts_cell, nbgrader_info, solution_notebook
+from grader.marks import without_hidden_tests
 from grader.probe import Exchange, Link, NotPlainData
 
 # (section, student) -> {grade_id: verdict}: filled while nbgrader autogrades, read by the grader
@@ -34,15 +35,6 @@ VERDICTS = {}
 
 class NotACheckCell(ValueError):
     """A check cell holding something other than calls of the section's checks."""
-
-
-def is_check_cell(cell):
-    return cell.cell_type == "code" and nbgrader_info(cell).get("grade") and not nbgrader_info(cell).get("solution")
-
-
-def without_hidden_tests(source):
-    """A check cell's code as the release shows it: its hidden tests left out."""
-    return re.sub(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS\n?", "", source, flags=re.S)
 
 
 @functools.cache
@@ -140,32 +132,15 @@ def failed_in_notebook(cell):
                for o in cell.outputs)
 
 
-class _StopsASilentKernel:
-    """Mixed into nbclient's executor: a kernel that lets two requests in a row run past the time
-    limit, the interrupt after the first one included, has stopped answering (a submission can
-    break its own connection): it is shut down, and the notebook ends there, instead of every
-    later cell and check waiting out the limit in turn."""
-
-    timeouts_in_a_row = 0
-
-    async def async_wait_for_reply(self, msg_id, cell=None):
-        from jupyter_core.utils import ensure_async
-        from nbclient.exceptions import DeadKernelError
-        reply = await super().async_wait_for_reply(msg_id, cell)
-        self.timeouts_in_a_row = 0 if reply is not None else self.timeouts_in_a_row + 1
-        if self.timeouts_in_a_row >= 2:
-            await ensure_async(self.km.shutdown_kernel(now=True))
-            raise DeadKernelError("the kernel stopped answering")
-        return reply
-
-
 @functools.cache
 def _execute_preprocessor():
     from jupyter_core.utils import run_sync
     from nbgrader.preprocessors import Execute
     from traitlets import Unicode
 
-    class JudgedExecute(_StopsASilentKernel, Execute):
+    from grader.kernel_client import StopsASilentKernel
+
+    class JudgedExecute(StopsASilentKernel, Execute):
         """nbgrader's Execute, with each check cell's outputs replaced by the judge's verdict."""
 
         exchange = Unicode("", help="the folder for requests and answers, in view of the kernel").tag(config=True)
@@ -212,32 +187,7 @@ def _execute_preprocessor():
     return JudgedExecute
 
 
-@functools.cache
-def _kernel_client():
-    from jupyter_client.asynchronous import AsyncKernelClient
-    from jupyter_client.channels import HBChannel
-    from traitlets import Type
-
-    class NoHeartbeat(HBChannel):
-        """A heartbeat channel that never pings: a ping to a kernel that broke its end of the
-        connection waits for ever, and the grader with it. Whether the kernel lives is its
-        process's to say (the kernel manager asks it)."""
-
-        def run(self):
-            self._running = self._beating = True
-            self._exit.wait()
-
-    class GradingKernelClient(AsyncKernelClient):
-        """jupyter_client's, without the heartbeat (see NoHeartbeat)."""
-
-        hb_channel_class = Type(NoHeartbeat)
-
-    return GradingKernelClient
-
-
-def __getattr__(name):  # nbgrader and jupyter_client are imported only when asked for
+def __getattr__(name):  # nbgrader is imported only when asked for
     if name == "JudgedExecute":
         return _execute_preprocessor()
-    if name == "GradingKernelClient":
-        return _kernel_client()
     raise AttributeError(name)

@@ -42,7 +42,6 @@ WRITTEN = [("README.md", "README.md"), ("main.py", "grader/__main__.py"), ("giti
            ("references.py", "grader/references/__init__.py")]
 EXPECTED = f"grader/references/{EXPECTED_NAME}"
 MANIFEST = "EDITION.json"
-# where kernel_references() keeps its recordings, one folder for each state of the course
 AUTHOR = ["-c", "user.name=Course publisher", "-c", "user.email=publisher@localhost"]
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from grader.course import EDITION_SOURCE, ROOT, SECTIONS, message_shape
 
 EXPECTED_NAME = "expected.pt"  # the results the checks compare with, recorded (see record)
+# where kernel_references() keeps its recordings, one folder for each state of the course
 KERNEL_REFERENCES = Path.home() / ".cache" / "transformer-block-course" / "kernel-references"
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import autograde, fingerprint, grading, judge, release, sample_class, schedule
+from grader import autograde, fingerprint, grading, judge, nbconfig, release, sample_class, schedule
 from grader.course import ROOT, SECTIONS, release_notebook, solution_notebook
 from grader.gradebook import written_questions
 from grader.options import SAMPLE_CLASS, GradingOptions
@@ -201,7 +201,7 @@ def test_report_counts_pass_rates_and_failure_messages(tmp_path):
 # --- grading for real ------------------------------------------------------------------------
 
 def test_the_schema_revision_read_in_process_is_the_one_alembic_prints():
-    assert release.alembic_head() == release.alembic_head_by_command()
+    assert nbconfig.alembic_head() == nbconfig.alembic_head_by_command()
 
 
 def test_check_json_gives_the_solution_full_marks_and_the_release_zero(tmp_path):

@@ -18,7 +18,7 @@ from jupyter_client.manager import start_new_kernel
 from torch import nn
 
 from grader import catalogue, judge, probe
-from grader.course import ROOT, SECTIONS, nbgrader_info, solution_notebook
+from grader.course import ROOT, SECTIONS, is_check_cell, nbgrader_info, solution_notebook
 
 
 class Kernel:
@@ -79,7 +79,7 @@ def test_the_judge_gives_every_catalogue_entry_the_notebooks_verdict_and_message
     kernel = Kernel(solution_notebook(section).parent)
     try:
         for cell in notebook.cells:
-            if cell.cell_type == "code" and not judge.is_check_cell(cell):
+            if cell.cell_type == "code" and not is_check_cell(cell):
                 assert kernel.execute(cell.source) is None, cell.source[:200]
         wrong, right = catalogue.load(section)
         checks = {name.lower(): name for name in judge.check_cells(section)}
