@@ -7,7 +7,11 @@ against the code's checksum before it uses it. And nbconvert reads every page it
 back with BeautifulSoup, to give images without alt text a placeholder and JupyterLab's cells a
 tab stop: 43% of a page's processor time, for a template (the classic one, under nbgrader's
 feedback) that has no JupyterLab cells. Here the images get their alt text before rendering.
+Highlighting the code was then about half of what was left, and most of a section's code cells
+are the release's, the same in every student's notebook: each is highlighted once a process.
 """
+
+from collections import OrderedDict
 
 from jinja2 import BytecodeCache
 from nbconvert.exporters import HTMLExporter, TemplateExporter
@@ -16,6 +20,8 @@ from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
 IMAGES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif")
 NO_ALT_TEXT = "No description has been provided for this image"  # nbconvert's own placeholder
+KEPT_HIGHLIGHTS = 4096  # code cells kept highlighted, the least recently used dropped first
+KEPT_LONGEST = 20_000  # characters: a longer cell (a submission's own) is highlighted, not kept
 
 
 class CompiledTemplates(BytecodeCache):
@@ -47,6 +53,27 @@ def with_alt_text(notebook):
     return notebook
 
 
+class KeptHighlights(Highlight2HTML):
+    """nbconvert's highlight_code filter, keeping what it highlighted for the process (HIGHLIGHTED):
+    the same source, language and formatter options make the same HTML."""
+
+    def __call__(self, source, language=None, metadata=None):
+        if len(source) > KEPT_LONGEST:
+            return super().__call__(source, language, metadata)
+        key = (source, language or self.pygments_lexer, (metadata or {}).get("magics_language"),
+               repr(sorted(self.extra_formatter_options.items())))
+        if key in HIGHLIGHTED:
+            HIGHLIGHTED.move_to_end(key)
+        else:
+            HIGHLIGHTED[key] = super().__call__(source, language, metadata)
+            if len(HIGHLIGHTED) > KEPT_HIGHLIGHTS:
+                HIGHLIGHTED.popitem(last=False)
+        return HIGHLIGHTED[key]
+
+
+HIGHLIGHTED = OrderedDict()
+
+
 class FeedbackPage(HTMLExporter):
     """HTMLExporter, set up as nbgrader sets it (its settings are read under HTMLExporter's name),
     rendering from the process's compiled templates, its page not read back."""
@@ -59,7 +86,7 @@ class FeedbackPage(HTMLExporter):
     def from_notebook_node(self, nb, resources=None, **kw):
         # HTMLExporter's own, up to the rendered page: its two filters, then the template's render
         language = nb.metadata.get("language_info", {})
-        self.register_filter("highlight_code", self.filters.get("highlight_code", Highlight2HTML(
+        self.register_filter("highlight_code", self.filters.get("highlight_code", KeptHighlights(
             pygments_lexer=language.get("pygments_lexer", language.get("name")), parent=self)))
         resources = self._init_resources(resources)
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(

@@ -40,6 +40,7 @@ grading = _load("grading")
 edition = _load("edition")
 grading_profile = _load("grading_profile")
 similar = _load("similar")
+feedback_pages = _load("feedback_pages")
 
 
 def test_no_test_puts_bench_on_the_import_path():
@@ -337,7 +338,8 @@ def test_profile_of_one_section_against_a_commit(capsys):
     assert worktrees() == before  # the other commit's worktree removed
 
 
-@pytest.mark.parametrize("module", [training, inference, notebooks, grading, edition, grading_profile, similar])
+@pytest.mark.parametrize("module", [training, inference, notebooks, grading, edition, grading_profile, similar,
+                                    feedback_pages])
 def test_benchmark_docstrings_say_how_to_run_them(module):
     assert f"python bench/{Path(module.__file__).name}" in module.__doc__
 
@@ -481,3 +483,15 @@ def test_the_committed_edition_check_and_install_are_within_their_targets():
     assert checks["section 1, untouched, next check"] < checks["section 1, untouched, first check"]
     (install,) = _table(section, "### A student's own install of the edition")
     assert int(install["packages"]) > 50 and float(install["size on disk (MB)"].replace(",", "")) > 100, install
+
+
+def test_feedback_pages_renders_a_graded_folder_both_ways_and_refuses_one_without_pages(tmp_path, capsys):
+    folder = tmp_path / "autograded" / "ada" / "01-heads"
+    folder.mkdir(parents=True)
+    (folder / "01-heads.ipynb").write_bytes(solution_notebook("01-heads").read_bytes())
+    ratios = feedback_pages.main([str(tmp_path), "--rounds", "2"])
+    printed = capsys.readouterr().out
+    assert len(ratios) == 2 and all(ratio > 0 for ratio in ratios)
+    assert printed.count("1 pages, each cell highlighted anew") == 2 and "median over 2 rounds" in printed
+    with pytest.raises(SystemExit, match="holds no autograded notebook"):
+        feedback_pages.main([str(tmp_path / "autograded")])

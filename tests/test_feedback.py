@@ -8,6 +8,7 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 from nbconvert.exporters import HTMLExporter
+from nbconvert.filters.highlight import Highlight2HTML
 from nbgrader.converters import GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
@@ -106,3 +107,50 @@ def test_a_cache_of_its_own_keeps_each_template_s_code_for_the_next_environment(
     assert len(cache.compiled) == 1
     monkeypatch.setattr(jinja2.Environment, "compile", lambda *args, **kwargs: pytest.fail("compiled again"))
     assert jinja2.Environment(loader=templates, bytecode_cache=cache).get_template("greeting").render(x=4) == "5 heads"
+
+
+def test_a_code_cell_is_highlighted_once_a_process_and_its_page_is_the_same(monkeypatch):
+    from nbconvert.filters import highlight
+    feedback.HIGHLIGHTED.clear()
+    first = _page(feedback.FeedbackPage)
+    highlighted = []
+    original = highlight._pygments_highlight
+    monkeypatch.setattr(highlight, "_pygments_highlight", lambda source, *args, **kwargs:
+                        highlighted.append(source) or original(source, *args, **kwargs))
+    assert _page(feedback.FeedbackPage) == first  # the same notebook: every cell kept
+    assert highlighted == []
+    assert _normal(first) == _normal(_page(HTMLExporter))
+    assert len(highlighted) == 3  # nbconvert's own highlights every code cell anew
+
+
+def test_the_kept_highlight_is_the_one_for_the_same_source_language_magics_and_options(monkeypatch):
+    feedback.HIGHLIGHTED.clear()
+    python = feedback.KeptHighlights(pygments_lexer="ipython3")
+    plain = Highlight2HTML(pygments_lexer="ipython3")
+    cases = [("x = 1", None, None), ("x = 1", "python", None), ("x = 1", "bash", None),
+             ("x = 1", None, {"magics_language": "bash"}), ("echo $x", None, {"magics_language": "bash"})]
+    for source, language, metadata in cases * 2:  # the second time from what is kept
+        assert python(source, language, metadata) == plain(source, language, metadata), (source, language, metadata)
+    assert len(feedback.HIGHLIGHTED) == len(cases)
+    wide = feedback.KeptHighlights(pygments_lexer="ipython3", extra_formatter_options={"linenos": "inline"})
+    assert wide("x = 1") == Highlight2HTML(extra_formatter_options={"linenos": "inline"})("x = 1") != python("x = 1")
+
+
+def test_the_least_recently_used_highlight_goes_first_when_the_process_keeps_too_many(monkeypatch):
+    feedback.HIGHLIGHTED.clear()
+    monkeypatch.setattr(feedback, "KEPT_HIGHLIGHTS", 2)
+    kept = feedback.KeptHighlights()
+    kept("a = 1")
+    kept("b = 2")
+    kept("a = 1")  # used again: b is now the least recent
+    kept("c = 3")
+    assert [key[0] for key in feedback.HIGHLIGHTED] == ["a = 1", "c = 3"]
+
+
+def test_a_cell_longer_than_the_kept_ones_is_highlighted_and_not_kept(monkeypatch):
+    """A submission's 12 MB cell in every notebook must not fill a worker's memory."""
+    feedback.HIGHLIGHTED.clear()
+    monkeypatch.setattr(feedback, "KEPT_LONGEST", 10)
+    kept = feedback.KeptHighlights()
+    assert kept("x = 'a long cell'") == Highlight2HTML()("x = 'a long cell'")
+    assert kept("x = 1") and list(feedback.HIGHLIGHTED)[0][0] == "x = 1" and len(feedback.HIGHLIGHTED) == 1
