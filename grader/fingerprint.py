@@ -19,11 +19,12 @@ SHARED = ["ticketnet.py", "requirements.txt", "grader/**/*.py", "grader/template
 # run (autograde.write_tables); the command line, which hands its choices over as GradingOptions
 # (in the fingerprint); the order and the machines notebooks are graded on (schedule, cluster),
 # whose only result of their own is a grader failure, graded again in the next run; running
-# notebooks (execute); the check server, whose key adds its own code (check_server.key).
-# tests/test_grader.py holds that no module outside this list but autograde imports one in it.
+# notebooks (execute); building the student edition (publish: what grading reads of the edition,
+# the recorded results, is grader.recordings); the check server, whose key adds its own code.
+# tests/test_package.py holds that no module outside this list but autograde imports one in it.
 NOT_READ = ("grader/examples/", "grader/sample_class.py", "grader/report.py", "grader/similar.py",
             "grader/__main__.py", "grader/schedule.py", "grader/cluster.py", "grader/execute.py",
-            "grader/check_server.py")
+            "grader/publish.py", "grader/check_server.py")
 # The libraries that run a grade.
 LIBRARIES = ["torch", "numpy", "pandas", "matplotlib", "scikit-learn", "tqdm", "nbgrader", "nbclient",
              "nbconvert", "nbformat", "ipykernel", "jupyter_client", "traitlets"]
