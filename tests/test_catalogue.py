@@ -221,3 +221,34 @@ def test_a_wrong_answer_is_named_by_the_same_words_whatever_the_check_draws(sect
                 unnamed.append(f"{entry.name}: {entry.mistake} (draw {draw}, lacks {missing}):\n{message}")
                 break
     assert not unnamed, "\n\n".join(unnamed)
+
+
+def test_a_reference_is_computed_once_a_process_given_as_a_copy_and_draws_nothing(monkeypatch):
+    """A grading worker asks the same results for every student's notebook of a section: each is
+    computed once (grader.references keeps it), every caller gets a copy of its own, the publisher
+    still records it, and the global generator is left as it was, computed or kept, so that what a
+    check draws next does not depend on the notebooks the worker graded before."""
+    import sys
+    import types
+    computed = []
+
+    def drawn(n):
+        computed.append(n)
+        return {"weights": torch.randn(n), "n": n}
+
+    monkeypatch.setitem(sys.modules, "grader.references.made_up", types.SimpleNamespace(drawn=drawn))
+    references._computed.cache_clear()
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
+    first = references.expected("made_up", "drawn", 3)
+    assert torch.equal(torch.get_rng_state(), state), "computing a result moved the global generator"
+    first["weights"].zero_()  # a check that changes what it was given changes its own copy
+    second = references.expected("made_up", "drawn", 3)
+    assert computed == [3] and torch.equal(torch.get_rng_state(), state)
+    assert not torch.equal(second["weights"], first["weights"]) and second["n"] == 3
+    references.expected("made_up", "drawn", 4)
+    assert computed == [3, 4]
+    monkeypatch.setattr(references, "RECORDED", {})
+    kept = references.expected("made_up", "drawn", 3)
+    assert computed == [3, 4] and torch.equal(references.RECORDED["made_up.drawn(3,)"]["weights"], kept["weights"])
+    references._computed.cache_clear()

@@ -9,7 +9,11 @@ what they asked for into the student edition, whose grader/references/__init__.p
 (grader/edition/references.py) reads the stored values instead.
 """
 
+import copy
+import functools
 import importlib
+
+import torch
 
 from grader.course import reference_key
 
@@ -17,7 +21,18 @@ RECORDED = None  # {key: value} while the publisher records
 
 
 def expected(module, name, *settings):
-    value = getattr(importlib.import_module(f"grader.references.{module}"), name)(*settings)
+    """The result `name` of grader/references/<module>.py for the settings, the caller's own copy
+    (as the student edition's reader gives it). Computed once a process: a grading worker asks the
+    same for every student's notebook of a section."""
+    value = copy.deepcopy(_computed(module, name, settings))
     if RECORDED is not None:
         RECORDED[reference_key(module, name, settings)] = value
     return value
+
+
+@functools.lru_cache(maxsize=1024)
+def _computed(module, name, settings):
+    # The global generator left as it was: whether a result is computed now or was kept from an
+    # earlier notebook, what the check draws next is the same.
+    with torch.random.fork_rng(devices=[]):
+        return getattr(importlib.import_module(f"grader.references.{module}"), name)(*settings)
