@@ -338,6 +338,17 @@ def test_profile_of_one_section_against_a_commit(capsys):
     assert worktrees() == before  # the other commit's worktree removed
 
 
+def test_profile_of_a_class_against_a_commit(capsys):
+    """bench/grading_profile.py --class-workers: one student's notebook graded by both, in turns,
+    after a round of each that is not counted."""
+    seconds = grading_profile.main(["--against", "HEAD", "--class-workers", "1", "--students", "ada",
+                                    "--sections", "02-positions"])
+    printed = capsys.readouterr().out
+    assert [len(runs) for runs in seconds.values()] == [1, 1] and all(s[0] > 0 for s in seconds.values())
+    assert "round 1: HEAD, 1 notebooks, 1 workers" in printed and "round 1: this checkout, 1 notebooks" in printed
+    assert "median over 1 round(s)" in printed
+
+
 @pytest.mark.parametrize("module", [training, inference, notebooks, grading, edition, grading_profile, similar,
                                     feedback_pages])
 def test_benchmark_docstrings_say_how_to_run_them(module):
