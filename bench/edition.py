@@ -87,7 +87,7 @@ def answered_section_6(edition):
     load_parts reads the earlier ones); returns section 6's notebook."""
     import nbformat
     from grader.course import SECTIONS, solution_notebook
-    from grader.marks import without_hidden_tests
+    from grader.judge import without_hidden_tests
     for section in SECTIONS[:SECTIONS.index("06-tiny-transformer") + 1]:
         notebook = nbformat.read(solution_notebook(section), as_version=4)
         for cell in notebook.cells:  # as the edition shows the checks: no hidden tests

@@ -26,7 +26,6 @@ import nbformat
 import torch
 
 from grader.course import SOLUTIONS, is_check_cell, is_parts_cell, nbgrader_info, solution_notebook
-from grader.marks import without_hidden_tests
 from grader.probe import Exchange, Link, NotPlainData
 
 # (section, student) -> {grade_id: verdict}: filled while nbgrader autogrades, read by the grader
@@ -35,6 +34,11 @@ VERDICTS = {}
 
 class NotACheckCell(ValueError):
     """A check cell holding something other than calls of the section's checks."""
+
+
+def without_hidden_tests(source):
+    """A check cell's code as the release shows it: its hidden tests left out."""
+    return re.sub(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS\n?", "", source, flags=re.S)
 
 
 @functools.cache

@@ -4,18 +4,13 @@ check cells' hidden tests. All are nbconvert preprocessors that nbgrader runs
 (grader.nbconfig.nbgrader_config)."""
 
 import functools
-import re
 
 import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
 from grader.course import nbgrader_info, solution_notebook
-
-
-def without_hidden_tests(source):
-    """A check cell's code as the release shows it: its hidden tests left out."""
-    return re.sub(r"### BEGIN HIDDEN TESTS\n.*?### END HIDDEN TESTS\n?", "", source, flags=re.S)
+from grader.judge import without_hidden_tests
 
 
 MARK_SCHEME = "mark_scheme"  # cell.metadata["course"][MARK_SCHEME]: the written answer it belongs to

@@ -15,7 +15,7 @@ import pytest
 
 from grader import publish, recordings
 from grader.course import ROOT, SECTIONS, solution_notebook
-from grader.marks import without_hidden_tests
+from grader.judge import without_hidden_tests
 
 
 @pytest.fixture(scope="module")

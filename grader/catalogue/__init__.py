@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import nbformat
 
 from grader.course import nbgrader_info, solution_notebook
-from grader.marks import without_hidden_tests
+from grader.judge import without_hidden_tests
 
 
 @dataclass(frozen=True)
