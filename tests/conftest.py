@@ -103,18 +103,22 @@ def kept_run():
     """`kept_run(name, key, folder, run)`: `run()`, which writes into `folder`, or, when the last
     run under `name` on this machine had the same `key`, what it left in `folder` and returned
     (JSON) put back instead. `key` must hold everything the run's result depends on: for a grading,
-    grader.fingerprint.grading_versions and the bytes of the notebooks it grades."""
+    grader.fingerprint.grading_versions and the bytes of the notebooks it grades. It may be a
+    function of what a run returned, for a run that returns what it read: the kept run is read
+    back when `key(what it returned)` is still its key."""
     def keep(name, key, folder, run):
         kept = KEPT / f"{name}-{_this_cpu()}"
-        if (kept / "key.txt").is_file() and (kept / "key.txt").read_text() == key:
-            shutil.copytree(kept / "folder", folder, dirs_exist_ok=True)
-            return json.loads((kept / "returned.json").read_text())
+        if (kept / "key.txt").is_file():
+            returned = json.loads((kept / "returned.json").read_text())
+            if (key(returned) if callable(key) else key) == (kept / "key.txt").read_text():
+                shutil.copytree(kept / "folder", folder, dirs_exist_ok=True)
+                return returned
         returned = run()
 
         def write(partial):
             shutil.copytree(folder, partial / "folder")
             (partial / "returned.json").write_text(json.dumps(returned))
-            (partial / "key.txt").write_text(key)
+            (partial / "key.txt").write_text(key(returned) if callable(key) else key)
         _keep_whole(kept, write)
         return returned
     return keep
@@ -123,21 +127,58 @@ def kept_run():
 # What tools write after measuring the checkout, never read by a test run as its input: a new
 # mutation score or benchmark table must not run the platforms' passes again
 RECORDS = ("MUTATION.md", "BENCHMARKS.md")
+READ_TRACE = ROOT / "tests" / "read_trace"
 
 
-def checkout_digest(*tests, root=ROOT):
-    """A digest of every file git tracks outside tests/ (the library, the grader, the notebooks,
-    the data, the locks, the Makefile; untracked files too, unless ignored) but RECORDS, and of the
-    files `tests` of tests/ (paths from the checkout): all that a run of those tests can read of the
-    checkout. A change to anything else in tests/ leaves it as it was; None outside a git checkout."""
+def checkout_files(root=ROOT):
+    """The checkout's files, paths from `root`: every file git tracks, and the untracked ones it
+    does not ignore, but RECORDS; None outside a git checkout."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                             cwd=root, capture_output=True)
     if listed.returncode != 0:
         return None
+    return sorted(name for name in listed.stdout.decode().split("\0")
+                  if name and name not in RECORDS and (root / name).is_file())
+
+
+def tracing_reads(log, root=ROOT):
+    """The environment under which a run, and every Python process it starts, writes into the
+    folder `log` which files under `root` it opens (tests/read_trace; read them with files_read)."""
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(READ_TRACE), os.environ.get("PYTHONPATH")])),
+            "COURSE_READS_LOG": str(log), "COURSE_READS_ROOT": str(root)}
+
+
+def files_read(log, root=ROOT):
+    """The checkout's files (checkout_files) that a run traced into `log` opened; a compiled module
+    (__pycache__/NAME.*.pyc) counts as its source NAME.py."""
+    opened = set()
+    for record in Path(log).glob("*.txt"):
+        for line in record.read_text().splitlines():
+            path = Path(line)
+            if path.parent.name == "__pycache__":
+                path = path.parent.parent / f"{path.name.split('.')[0]}.py"
+            opened.add(path.relative_to(root).as_posix())
+    return sorted(opened.intersection(checkout_files(root) or ()))
+
+
+def checkout_state(root=ROOT):
+    """{path: SHA-256} of the checkout's files (checkout_files); None outside a git checkout."""
+    files = checkout_files(root)
+    return None if files is None else {name: hashlib.sha256((root / name).read_bytes()).hexdigest() for name in files}
+
+
+def reads_digest(reads, state):
+    """A digest of what a run that opened the files `reads` (files_read) finds in the checkout whose
+    state (checkout_state) was `state` when it started: the bytes of each of those files, and the
+    names of the checkout's files outside tests/ (a file added, moved or removed can change what
+    the run opens). A change to a file the run did not open, or to a test file it did not open,
+    leaves it as it was."""
     digest = hashlib.sha256()
-    for name in sorted(listed.stdout.decode().split("\0")):
-        if name and name not in RECORDS and (not name.startswith("tests/") or name in tests) and (root / name).is_file():
-            digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
+    for name in sorted(state):
+        if not name.startswith("tests/"):
+            digest.update(name.encode() + b"\0")
+    for name in reads:
+        digest.update(f"{name}={state.get(name, 'gone')}".encode() + b"\0")
     return digest.hexdigest()[:16]
 
 

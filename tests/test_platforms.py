@@ -15,19 +15,20 @@ set-up cell, untouched and with the model answers written in. The supported rang
 notebook's set-up cell checks it.
 """
 
-import functools
 import hashlib
 import json
 import os
 import platform
 import re
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import checkout_digest
-from grader import course
+from conftest import checkout_files, checkout_state, files_read, reads_digest, tracing_reads
+from grader import course, publish
 from grader.course import SECTIONS, SUPPORTED, solution_notebook
 from test_edition import assert_model_answers_pass_the_editions_check
 from test_environment import pins
@@ -113,67 +114,97 @@ def _run(python, *args, timeout=1800, env=None):
 SETTINGS = ("OMP_NUM_THREADS", "ATEN_CPU_CAPABILITY", "MKL_CBWR", "NBGRADER_EXECUTION")
 
 
-def kept_pass(kept_run, banking77_dir, tmp_path, name, python, tests, run):
-    """`run()`, a platform's pytest of the checkout's `tests`, or the record of its last pass on
-    this machine when nothing it reads has changed since: the checkout outside tests/ and those
-    tests (conftest.checkout_digest), the platform's interpreter, git, Banking77 and SETTINGS
-    (and the CPU: kept_run keeps a folder per CPU). A run that fails is never kept: it runs again
-    next time. Returns the run's output."""
+def kept_pass(kept_run, banking77_dir, tmp_path, name, python, run, edition=None):
+    """`run(env)`, a platform's pytest of the checkout under the settings `env`, or the record of
+    its last pass on this machine when nothing it read has changed since: the files of the
+    checkout it opened, traced (conftest.reads_digest), the student `edition` it fetched, the
+    platform's interpreter, git, Banking77 and SETTINGS (and the CPU: kept_run keeps a folder
+    per CPU). A change to the grader that the platform's run never opens (the judge, the class
+    tools) runs none of the passes again. A run that fails is never kept: it runs again next time.
+    Returns the run's output."""
+    log, kept = tmp_path / "reads", tmp_path / "kept"
+    log.mkdir()
+    kept.mkdir()
+    state = checkout_state()  # before the run: what it read is what the files held then
+
     def passed():
-        done = run()
+        done = run(tracing_reads(log))
         assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-        return done.stdout
-    digest = checkout_digest(*tests)
-    if digest is None:  # not a git checkout: nothing says what changed
-        return passed()
-    key = json.dumps({
-        "checkout": digest, "tests": list(tests),
+        return {"printed": done.stdout, "reads": files_read(log)}
+    if state is None:  # not a git checkout: nothing says what changed
+        return passed()["printed"]
+    settings = {
+        "edition": edition and edition_digest(edition),
         "python": _run(python, "-c", "import sys; print(sys.executable, sys.version)").stdout,
         "git": subprocess.run(["git", "--version"], capture_output=True, text=True).stdout,
         "banking77": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(banking77_dir.glob("*.csv"))},
-        "settings": {k: os.environ.get(k) for k in SETTINGS}}, sort_keys=True)
-    return kept_run(name, key, tmp_path, passed)
+        "settings": {k: os.environ.get(k) for k in SETTINGS}}
+
+    def key(returned):
+        reads = returned.get("reads") if isinstance(returned, dict) else None
+        return reads is not None and json.dumps({"checkout": reads_digest(reads, state), **settings}, sort_keys=True)
+    return kept_run(name, key, kept, passed)["printed"]
+
+
+def edition_digest(folder):
+    """A digest of a published student edition's files (not its git history, nor the commit of the
+    checkout it was built from, which EDITION.json names and no notebook reads)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts):
+        data = path.read_bytes()
+        if path.relative_to(folder).as_posix() == publish.MANIFEST:
+            data = json.dumps({k: v for k, v in json.loads(data).items() if k != "built from"}, sort_keys=True).encode()
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + data + b"\0")
+    return digest.hexdigest()
 
 
 @pytest.fixture(scope="session")
 def edition(tmp_path_factory):
     """A student edition published here, under our pins: publishing needs nbgrader, which the
     platforms lack, so the edition comes from our pins, as in real life."""
-    from grader import publish
     folder = tmp_path_factory.mktemp("edition") / "course-student"
     publish.publish(folder)
     return folder
 
 
-def test_a_kept_pass_is_read_back_only_while_nothing_the_run_reads_has_changed(tmp_path):
-    """The key of kept_pass: any change outside tests/ (tracked or new), or to the tests the run
-    names, gives another digest; a change to another test file, or to the records of measurements
-    (MUTATION.md, BENCHMARKS.md), does not."""
+def test_a_kept_pass_is_read_back_only_while_nothing_the_run_read_has_changed(tmp_path):
+    """The key of kept_pass. A traced run (tests/read_trace) records the checkout's files that it
+    and the Python processes it starts open, a module imported from its compiled file included.
+    Their digest changes with any of them, or with a file added outside tests/; not with a file the
+    run never opened (the README, another test), nor with the records of measurements."""
     repo, plain = tmp_path / "checkout", tmp_path / "plain"
     plain.mkdir()
-
-    def git(*args):
-        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-    for name, text in [("ticketnet.py", "a = 1\n"), ("tests/test_alone.py", "x = 1\n"), ("tests/test_other.py", "y = 1\n"),
-                       ("MUTATION.md", "92%\n"), ("BENCHMARKS.md", "3x\n"), ("README.md", "one\n")]:
+    run = ("import subprocess, sys\nsys.path.insert(0, '.')\nimport ticketnet\nopen('data.csv').read()\n"
+           "open('MUTATION.md').read()\nsubprocess.run([sys.executable, '-c', 'import helper'], cwd='lib', check=True)\n")
+    for name, text in [("ticketnet.py", "a = 1\n"), ("lib/helper.py", "b = 1\n"), ("data.csv", "x\n"),
+                       ("tests/test_alone.py", run), ("tests/test_other.py", "y = 1\n"), ("MUTATION.md", "92%\n"),
+                       ("README.md", "one\n"), ("unread.py", "c = 1\n")]:
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text(text)
-    git("init", "-q")
-    git("add", ".")
-    digest = functools.partial(checkout_digest, "tests/test_alone.py", root=repo)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+
+    def traced():
+        log = Path(tempfile.mkdtemp(dir=tmp_path))
+        subprocess.run([sys.executable, "tests/test_alone.py"], cwd=repo, check=True,
+                       env={**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+                            **tracing_reads(log, root=repo)})
+        return files_read(log, root=repo)
+    reads = traced()
+    assert reads == ["data.csv", "lib/helper.py", "tests/test_alone.py", "ticketnet.py"]
+    assert (repo / "__pycache__").is_dir() and traced() == reads  # imported from the compiled file this time
+    def digest():
+        return reads_digest(reads, checkout_state(root=repo))
     first = digest()
-    (repo / "tests" / "test_other.py").write_text("y = 2\n")
-    (repo / "MUTATION.md").write_text("93%\n")
-    (repo / "BENCHMARKS.md").write_text("4x\n")
+    for name, text in [("README.md", "two\n"), ("tests/test_other.py", "y = 2\n"), ("MUTATION.md", "93%\n"),
+                       ("unread.py", "c = 2\n"), ("tests/test_new.py", "z = 1\n")]:
+        (repo / name).write_text(text)
     assert digest() == first
-    for change in (lambda: (repo / "ticketnet.py").write_text("a = 2\n"),
-                   lambda: (repo / "tests" / "test_alone.py").write_text("x = 2\n"),
-                   lambda: (repo / "grader.py").write_text("new = True\n"),
-                   lambda: (repo / "README.md").write_text("two\n")):
+    for name, text in [("ticketnet.py", "a = 2\n"), ("lib/helper.py", "b = 2\n"), ("data.csv", "y\n"),
+                       ("tests/test_alone.py", run + "\n"), ("grader.py", "new = True\n")]:
         before = digest()
-        change()
-        assert digest() != before
-    assert checkout_digest(root=plain) is None
+        (repo / name).write_text(text)
+        assert digest() != before, name
+    assert checkout_files(root=plain) is None and checkout_state(root=plain) is None
 
 
 class PlatformPython:
@@ -215,10 +246,9 @@ class OnPlatform(PlatformPython):
         full marks; here it runs in the platform's environment (without our pins' pytest plugins),
         or its last pass is read back when nothing it reads has changed (kept_pass)."""
         printed = kept_pass(kept_run, banking77_dir, tmp_path, f"catalogue-on-{self.name}", python,
-                            ["tests/test_catalogue.py", "tests/conftest.py"],
-                            lambda: _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q",
-                                         "-W", "ignore::DeprecationWarning", "tests/test_catalogue.py",
-                                         "-k", "not TestStudentEdition"))
+                            lambda env: _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider",
+                                             "-q", "-W", "ignore::DeprecationWarning", "tests/test_catalogue.py",
+                                             "-k", "not TestStudentEdition", env=env))
         assert re.search(r"\b\d+ passed\b", printed) and " failed" not in printed
 
     @pytest.mark.parametrize("section", ["01-heads", "05-block"])
@@ -240,10 +270,11 @@ class ReleaseAloneOnPlatform(PlatformPython):
         back when nothing it reads has changed (kept_pass: the edition is published from the
         checkout)."""
         printed = kept_pass(kept_run, banking77_dir, tmp_path, f"release-alone-on-{self.name}", python,
-                            ["tests/test_release_alone.py", "tests/conftest.py"],
-                            lambda: _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q",
-                                         "tests/test_release_alone.py",
-                                         env={"COURSE_EDITION": str(edition), "PLATFORM_STANDIN": MODULE_OF[self.name]}))
+                            lambda env: _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider",
+                                             "-q", "tests/test_release_alone.py", env={
+                                                 **env, "COURSE_EDITION": str(edition),
+                                                 "PLATFORM_STANDIN": MODULE_OF[self.name]}),
+                            edition=edition)
         assert re.search(rf"\b{len(SECTIONS)} passed\b", printed), printed[-2000:]
 
 

@@ -44,6 +44,18 @@ def course_clone(tmp_path_factory):
     return target
 
 
+# The kernel's sitecustomize on a platform: its module stands in, and a sitecustomize further along
+# PYTHONPATH (the suite's trace of what a run reads, tests/read_trace) still runs
+STANDIN = """import os, sys, types
+sys.modules[{module!r}] = types.ModuleType({module!r})
+for folder in os.environ["PYTHONPATH"].split(os.pathsep)[1:]:
+    if os.path.isfile(os.path.join(folder, "sitecustomize.py")):
+        with open(os.path.join(folder, "sitecustomize.py")) as file:
+            exec(compile(file.read(), file.name, "exec"))
+        break
+"""
+
+
 @pytest.fixture
 def alone(course_clone, tmp_path, monkeypatch):
     """An empty folder to open a notebook in, on the platform PLATFORM_STANDIN names: the kernel
@@ -55,8 +67,8 @@ def alone(course_clone, tmp_path, monkeypatch):
     if standin:
         site = tmp_path / "platform-site"
         site.mkdir()
-        (site / "sitecustomize.py").write_text(f"import sys, types\nsys.modules[{standin!r}] = types.ModuleType({standin!r})\n")
-        monkeypatch.setenv("PYTHONPATH", str(site))
+        (site / "sitecustomize.py").write_text(STANDIN.format(module=standin))
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
     folder = tmp_path / "opened"
     folder.mkdir()
     return folder, PLATFORM_NAMES[standin]
