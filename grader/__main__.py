@@ -77,12 +77,13 @@ def export(args):
     Example: python -m grader export graded
     """
     from pathlib import Path
-    from grader.autograde import load_results, write_tables
+    from grader import results as results_store
+    from grader.export import write_tables
     from grader.gradebook import written_progress
     from grader.similar import keep_threshold
     folder = Path(args.folder)
     store = folder / "results.json"
-    results = load_results(store)  # a run killed before its end left them in results.jsonl alone
+    results = results_store.load(store)  # a run killed before its end left them in its journal alone
     if not results or not (folder / "gradebook.db").is_file():
         print(f"{args.folder} is not a graded class: run `python -m grader autograde INPUT --out "
               f"{args.folder}` first", file=sys.stderr)
@@ -98,7 +99,8 @@ def export(args):
 def demo(args):
     """What `make demo` runs: build the release, autograde the sample class, grade a few written
     answers by hand."""
-    from grader.autograde import autograde as grade_class, write_tables
+    from grader.autograde import autograde as grade_class
+    from grader.export import write_tables
     from grader.course import ROOT
     from grader.gradebook import enter_grades
     from grader.options import GradingOptions

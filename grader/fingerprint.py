@@ -15,14 +15,16 @@ from grader.options import GradingOptions
 SHARED = ["ticketnet.py", "requirements.txt", "grader/**/*.py", "grader/templates/*", "data/**/*",
           "bench/results/**/*"]
 # Never read by grading, so a change to them grades nothing again: the sample class and its
-# builder; the class's report and similar pairs, written anew from the results at the end of every
-# run (autograde.write_tables); the command line, which hands its choices over as GradingOptions
+# builder; the class's tables, report and similar pairs, written anew from the results at the end
+# of every run (export); the store that keeps the results (results: what a grade is, and whether it
+# is current, autograde decides); the command line, which hands its choices over as GradingOptions
 # (in the fingerprint); the order and the machines notebooks are graded on (schedule, cluster),
 # whose only result of their own is a grader failure, graded again in the next run; running
 # notebooks (execute); building the student edition (publish: what grading reads of the edition,
 # the recorded results, is grader.recordings); the check server, whose key adds its own code.
 # tests/test_package.py holds that no module outside this list but autograde imports one in it.
-NOT_READ = ("grader/examples/", "grader/sample_class.py", "grader/report.py", "grader/similar.py",
+NOT_READ = ("grader/examples/", "grader/sample_class.py", "grader/export.py", "grader/results.py",
+            "grader/report.py", "grader/similar.py",
             "grader/__main__.py", "grader/schedule.py", "grader/cluster.py", "grader/execute.py",
             "grader/publish.py", "grader/check_server.py")
 # The libraries that run a grade.

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import autograde, fingerprint, grading, schedule, worker
+from grader import autograde, export, fingerprint, grading, schedule, worker
+from grader import results as results_store
 from grader.course import SECTIONS
 from grader.gradebook import written_questions
 from grader.options import GradingOptions
@@ -592,13 +593,13 @@ def test_each_result_is_kept_as_it_arrives_and_results_json_written_once(stand_i
     for student in ("ada", "ben", "cyd"):
         _hand_in(hand_in, f"{student}_01-heads.ipynb", section="01-heads", scores={"split": 2})
     store = stand_in_class.out / "results.json"
-    kept, saves, real_line, real_save = [], [], autograde._line, autograde._save
+    kept, saves, real_line, real_save = [], [], autograde._line, results_store.save
 
     def line(result):  # the line printed once a result is kept
-        kept.append(sorted(autograde.load_results(store)))
+        kept.append(sorted(results_store.load(store)))
         return real_line(result)
     monkeypatch.setattr(autograde, "_line", line)
-    monkeypatch.setattr(autograde, "_save", lambda *args: saves.append(args) or real_save(*args))
+    monkeypatch.setattr(results_store, "save", lambda *args: saves.append(args) or real_save(*args))
     stand_in_class(hand_in, workers=1)
     assert [len(keys) for keys in kept] == [1, 2, 3] and len(saves) == 1
     assert not store.with_suffix(".jsonl").exists()  # all in results.json now
@@ -625,7 +626,7 @@ def test_a_run_stopped_or_killed_midway_loses_no_result(stand_in_class, tmp_path
     kept = json.loads(store.read_text())
     store.write_text(json.dumps({"ada/ada_01-heads.ipynb": kept["ada/ada_01-heads.ipynb"]}))
     journal.write_text(json.dumps(["ben/ben_01-heads.ipynb", kept["ben/ben_01-heads.ipynb"]]) + "\n" + '["cyd/cyd_01')
-    assert autograde.load_results(store) == kept
+    assert results_store.load(store) == kept
     monkeypatch.setattr(autograde, "_line", real_line)
     _, lines = stand_in_class(hand_in, workers=1)
     assert lines == ["3 submissions, 2 already graded, 1 to grade"]
@@ -637,7 +638,7 @@ def test_a_run_killed_twice_keeps_the_results_of_both(stand_in_class, tmp_path, 
     hand_in = tmp_path / "class"
     for student in ("ada", "ben", "cyd"):
         _hand_in(hand_in, f"{student}_01-heads.ipynb", section="01-heads", scores={"split": 2})
-    _, real_save = stand_in_class(hand_in, workers=1), autograde._save
+    _, real_save = stand_in_class(hand_in, workers=1), results_store.save
     store = stand_in_class.out / "results.json"
     journal, kept = store.with_suffix(".jsonl"), json.loads(store.read_text())
     # the first run was killed after ada and ben, the second line cut off; cyd still to grade
@@ -651,10 +652,10 @@ def test_a_run_killed_twice_keeps_the_results_of_both(stand_in_class, tmp_path, 
         if len(results) == 3:  # the run's own save, after grading cyd: the kill comes first
             raise Killed
         real_save(store_, results)
-    monkeypatch.setattr(autograde, "_save", killed_before_writing_results_json)
+    monkeypatch.setattr(results_store, "save", killed_before_writing_results_json)
     with pytest.raises(Killed):
         stand_in_class(hand_in, workers=1)
-    assert journal.exists() and sorted(autograde.load_results(store)) == sorted(kept)
+    assert journal.exists() and sorted(results_store.load(store)) == sorted(kept)
     assert sorted(json.loads(store.read_text())) == ["ada/ada_01-heads.ipynb", "ben/ben_01-heads.ipynb"]
 
 
@@ -701,7 +702,7 @@ def test_a_grader_failure_blanks_the_section_of_its_content_and_no_other(tmp_pat
                "4": {**failed, "notebook": "ada_notes.ipynb", "section": SECTIONS[0]},
                "5": {**failed, "notebook": f"ada_{SECTIONS[3]}.ipynb", "section": None},
                "6": {**failed, "notebook": "ada_a.ipynb", "section": SECTIONS[2]}}
-    autograde._write_grades(tmp_path / "grades.csv", results, {})
+    export.write_grades(tmp_path / "grades.csv", results, {})
     rows = {r["student"]: r for r in csv.DictReader(open(tmp_path / "grades.csv"))}
     assert rows["ada"][f"{SECTIONS[0]}:total"] == ""  # the first section too
     assert rows["ada"][f"{SECTIONS[6]}:total"] == "0"  # not handed in
@@ -719,7 +720,7 @@ def test_grades_csv_puts_sections_in_course_order_and_reads_results_of_older_run
                 "tasks": [{"grade_id": "test_x", "score": score, "max_score": 2.0, "message": ""}]}
     # results.json of an earlier version of the grader has no "interrupted" entry
     results = {"a": result("ada", SECTIONS[6], 2.0), "b": result("ada", SECTIONS[1], 1.5, interrupted=[])}
-    autograde._write_grades(tmp_path / "grades.csv", results, {})
+    export.write_grades(tmp_path / "grades.csv", results, {})
     with open(tmp_path / "grades.csv", newline="") as f:
         text = f.read()
     questions = {section: [f"{section}:{q}" for q in written_questions(section)] for section in (SECTIONS[1], SECTIONS[6])}
@@ -740,7 +741,7 @@ def test_grades_csv_takes_the_grades_entered_by_hand(tmp_path):
                                                            "message": "AssertionError: wrong"}]}
     # ada: her check overruled by hand, one answer graded, one graded but rewritten since, one waiting
     manual = {("ada", section): {"test_x": (1.5, False), first: (2.0, False), second: (1.0, True), third: (None, True)}}
-    autograde._write_grades(tmp_path / "grades.csv", {"a": result("ada"), "b": result("ben")}, manual)
+    export.write_grades(tmp_path / "grades.csv", {"a": result("ada"), "b": result("ben")}, manual)
     rows = {r["student"]: r for r in csv.DictReader(open(tmp_path / "grades.csv"))}
     ada, ben = rows["ada"], rows["ben"]
     assert [ada[f"{section}:{name}"] for name in ("test_x", first, second, third)] == ["1.5", "2.0", "1.0", ""]
@@ -788,7 +789,7 @@ def test_a_cell_a_spreadsheet_would_run_is_quoted_and_reads_back_as_text(tmp_pat
                 "interrupted": []}
     students = ["=2+5+cmd|' -C calc'!A0", "+1", "-1", "@SUM(A1)", "\tx", "\ry", "ada", "a=b"]
     results = {s: result(s, f"{s}_01-heads.ipynb") for s in students}
-    autograde._write_grades(tmp_path / "grades.csv", results, {})
+    export.write_grades(tmp_path / "grades.csv", results, {})
     with open(tmp_path / "grades.csv", newline="") as f:
         records = f.read().split("\r\n")  # csv's line end; a lone "\r" inside a quoted cell is no record's end
     assert all(line.startswith('"') and line.endswith('"') for line in records if line), records
@@ -798,7 +799,7 @@ def test_a_cell_a_spreadsheet_would_run_is_quoted_and_reads_back_as_text(tmp_pat
     assert sorted(read) == sorted(("'" + s if s[0] in "=+-@\t\r" else s) for s in students)
     assert all(row["01-heads:total"] == "2.0" and row["total"] == "2.0" for row in rows)
     assert {row["problems"][0] for row in rows} <= {"'", "a"}
-    assert autograde.plain_text(-1.5) == -1.5 and autograde.plain_text("") == ""
+    assert export.plain_text(-1.5) == -1.5 and export.plain_text("") == ""
 
 
 def test_kept_grading_grades_only_what_changed_since_its_last_run(stand_in_class, kept_grading, tmp_path, monkeypatch):

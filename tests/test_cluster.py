@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader import autograde, fingerprint, worker
+from grader import results as results_store
 from grader.course import ROOT
 from grader.options import SAMPLE_CLASS, GradingOptions
 from grader.sample_class import CLASS
@@ -99,7 +100,7 @@ def cluster(tmp_path):
 def _after_results(out, count, action):
     """Run `action` in a thread once the run has kept `count` results."""
     def watch():
-        while len(autograde.load_results(out / "results.json")) < count:
+        while len(results_store.load(out / "results.json")) < count:
             time.sleep(0.2)
         action()
     thread = threading.Thread(target=watch, daemon=True)

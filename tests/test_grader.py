@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import autograde, fingerprint, grading, judge, nbconfig, release, sample_class, schedule
+from grader import autograde, export, fingerprint, grading, judge, nbconfig, release, sample_class, schedule
 from grader.course import ROOT, SECTIONS, release_notebook, solution_notebook
 from grader.gradebook import written_questions
 from grader.options import SAMPLE_CLASS, GradingOptions
@@ -165,7 +165,7 @@ def test_grades_csv_has_a_row_per_student_a_column_per_task_and_zeros_for_failur
     for key, section in (("d", "07-banking77"), ("e", "01-heads")):  # finished in this order
         results[key]["notebook"] = f"cyd/{section}.ipynb"
     results["f"] = _result("abe", "02-positions", {"h": 0.0})  # graded last, listed first
-    autograde._write_grades(tmp_path / "grades.csv", results, {})
+    export.write_grades(tmp_path / "grades.csv", results, {})
     rows = list(csv.DictReader(open(tmp_path / "grades.csv")))
     assert [row["student"] for row in rows] == ["abe", "ada", "ben", "cyd"]
     rows = rows[1:]
@@ -692,7 +692,7 @@ def test_a_change_to_what_grades_a_section_regrades_that_section_only(tmp_path):
         assert changed(shared) == set(before), shared
     for not_read in ("grader/report.py", "grader/similar.py", "grader/__main__.py", "grader/schedule.py",
                      "grader/cluster.py", "grader/execute.py", "grader/sample_class.py", "grader/publish.py",
-                     "grader/check_server.py"):
+                     "grader/check_server.py", "grader/export.py", "grader/results.py"):
         assert changed(not_read) == set(), not_read
     import platform
     python = platform.python_version

@@ -131,7 +131,8 @@ def not_read_modules(root=ROOT):
 def test_what_grading_reads_imports_nothing_that_the_fingerprint_leaves_out():
     """A change to a module the fingerprint leaves out grades no notebook again, so no module that
     grades may import one, even inside a function. autograde alone may: it hands the notebooks out
-    (schedule, cluster) and writes the class's tables (report, similar) after grading."""
+    (schedule, cluster), keeps the results (results) and writes the class's tables (export) after
+    grading."""
     graph, left_out = import_graph(), not_read_modules()
     assert {"grader.__main__", "grader.report", "grader.schedule", "grader.cluster"} <= left_out
     assert "grader.worker" in graph and "grader.worker" not in left_out

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from grader import similar
-from grader.autograde import write_tables
+from grader.export import write_tables
 from grader.course import SECTIONS, nbgrader_info
 from grader.sample_class import catalogue_variant
 
@@ -117,7 +117,7 @@ def test_a_rerun_compares_only_the_pairs_of_a_changed_notebook(test_class, tmp_p
 
 
 def _tables(out, entries, monkeypatch):
-    """grader.autograde.write_tables on results made of `entries` (student, section, notebook),
+    """grader.export.write_tables on results made of `entries` (student, section, notebook),
     each scored 1 of 1 on one task; the gradebook and the catalogue's names left out (they have
     tests of their own). Returns similar.csv's rows as dicts."""
     from grader import gradebook, report
