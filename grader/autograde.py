@@ -162,7 +162,7 @@ def write_as_graded(graded, count, out, store, results, versions):
     the progress bar; then `store` whole (grader.results)."""
     from tqdm.auto import tqdm
     from grader import gradebook
-    with tqdm(total=count, unit="notebook", desc="grading") as bar, results_store.recording(store, results) as add:
+    with tqdm(total=count, unit="notebook", desc="grading") as bar, results_store.Recording(store, results) as add:
         for (key, submission, digest), result in graded:
             result["section"] = result["section"] or submission.section  # a failed one's too
             _write_feedback(out, result)
