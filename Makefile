@@ -139,7 +139,7 @@ mutation: $(VENV)/.installed
 		|| $(BIN)/python -m pip install --quiet --disable-pip-version-check mutmut==$(MUTMUT_VERSION)
 	@set -f; mutants='$(MUTANTS)'; if [ -z "$$mutants" ]; then echo "MUTATION.md is current for every function: nothing to measure"; exit 0; fi; \
 		echo "measuring $$mutants"; \
-		rm -f mutants/mutmut-stats.json; \
+		rm -f mutants/mutmut-stats.json; $(BIN)/python tests/mutation.py unmutated | xargs -r rm -f; \
 		OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/mutmut run --max-children $(MUTATION_JOBS) $$mutants && \
 		$(BIN)/python tests/mutation.py write $$mutants  # a core per child; set -f: `ticketnet.*` is a pattern, not ticketnet.py
 

@@ -212,5 +212,3 @@ def _write_feedback(out, result):
                 f"could not be graded and scores 0:</p><pre>{escape(result['error'])}</pre></body></html>")
     (folder / f"{name}.html").write_text(html)
     result["feedback"] = str((folder / f"{name}.html").relative_to(out))
-
-

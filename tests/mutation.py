@@ -118,6 +118,15 @@ def stale(rows=None):
             or rows[key]["survived"] != "0" or rows[key]["no tests"] != "0"]
 
 
+def unmutated_copies():
+    """The copies in mutants/ of files setup.cfg has mutmut mutate that hold no mutant: copied
+    unchanged while the file was not listed yet. mutmut makes a file's copy again only when the
+    file is newer than it, so a newly listed module would never be mutated; `make mutation`
+    removes these copies first."""
+    copies = [ROOT / "mutants" / path for path in _mutated_files()]
+    return [str(copy) for copy in copies if copy.is_file() and "__mutmut_" not in copy.read_text()]
+
+
 def score(rows):
     """The share of all mutants killed, in percent (100 when there are none)."""
     total = sum(int(r["mutants"]) for r in rows)
@@ -219,6 +228,8 @@ if __name__ == "__main__":
     command, *patterns = sys.argv[1:] or [""]
     if command == "stale":
         print(" ".join(f"{key}__mutmut_*" for key in stale()))
+    elif command == "unmutated":
+        print("\n".join(unmutated_copies()))
     elif command == "write":
         sys.exit(write(patterns or ("*",)) < MINIMUM)
     else:

@@ -76,3 +76,15 @@ def test_an_equivalent_entry_must_have_its_four_lines(tmp_path):
         mutation.equivalents(tmp_path / "list.txt")
     (tmp_path / "list.txt").write_text("# a comment\nfunction: f\n- a\n+ b\nreason: why\n\nfunction: g\n- c\n+ d\nreason: because\n")
     assert [e.function for e in mutation.equivalents(tmp_path / "list.txt")] == ["f", "g"]
+
+
+def test_a_module_newly_given_to_mutmut_has_its_unmutated_copy_removed(tmp_path, monkeypatch):
+    """A file listed in only_mutate after mutmut copied it unchanged would keep that copy (mutmut
+    copies again only a file newer than its copy) and never be mutated."""
+    monkeypatch.setattr(mutation, "ROOT", tmp_path)
+    monkeypatch.setattr(mutation, "_mutated_files", lambda: ["grader/old.py", "grader/new.py", "grader/gone.py"])
+    (tmp_path / "mutants" / "grader").mkdir(parents=True)
+    (tmp_path / "mutants" / "grader" / "old.py").write_text("def x_f__mutmut_1(): pass\n")
+    (tmp_path / "mutants" / "grader" / "new.py").write_text("def f(): pass\n")
+    assert mutation.unmutated_copies() == [str(tmp_path / "mutants" / "grader" / "new.py")]
+

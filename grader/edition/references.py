@@ -3,8 +3,8 @@
 The instructor's edition computes these results; when it published this edition it ran every
 check of the notebooks with the model answers and stored each result the checks asked for in
 expected.pt, beside this file. (The instructor's grading kernels read theirs through this same
-file, recorded by grader.recordings.kernel_references: the visible checks' results too, never a
-hidden test's, which a submission could hand back as its own answer.) A check that asks for
+file, recorded by grader.recordings.kernel_references: as here, the visible checks' results only,
+never a hidden test's, which a submission could hand back as its own answer.) A check that asks for
 anything else (a check cell changed to other settings) gets a clear failure, not a wrong verdict.
 """
 
