@@ -119,8 +119,8 @@ def kept_pass(kept_run, banking77_dir, tmp_path, name, python, run, edition=None
     its last pass on this machine when nothing it read has changed since: the files of the
     checkout it opened, traced (conftest.reads_digest), the student `edition` it fetched, the
     platform's interpreter, git, Banking77 and SETTINGS (and the CPU: kept_run keeps a folder
-    per CPU). A change to the grader that the platform's run never opens (the judge, the class
-    tools) runs none of the passes again. A run that fails is never kept: it runs again next time.
+    per CPU). A change to what the platform's run never opens (the class tools, the README, the
+    benchmarks) runs none of the passes again. A run that fails is never kept: it runs again next time.
     Returns the run's output."""
     log, kept = tmp_path / "reads", tmp_path / "kept"
     log.mkdir()
