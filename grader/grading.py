@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import judge, nbconfig, recordings, release, repair, sandbox
+from grader import judge, nbconfig, recordings, release, sandbox
 from grader.warm_kernel import WarmKernels, kernel_spec, use_warm_kernels
 from grader.course import ROOT, SOLUTIONS, nbgrader_info, solution_notebook
 from grader.options import GradingOptions
@@ -198,10 +198,7 @@ class GradingCourse:
         submitted.mkdir(parents=True)
         nbformat.write(notebook, submitted / f"{section}.ipynb")
         for attempt in (1, 2):
-            judge.VERDICTS.pop((section, student), None)
-            outcome = self.api.autograde(section, student, force=True, create=True)
-            verdicts = judge.VERDICTS.pop((section, student), {})
-            repairs = repair.NOTES.pop((section, student), [])
+            outcome, verdicts, repairs = self._autograde(section, student)
             if outcome["success"] or not self.kernels or self.kernels.alive():
                 break
             # the warm-kernel server died under this notebook: a grader failure, not the student's
@@ -230,6 +227,19 @@ class GradingCourse:
                 "interrupted": _interrupted_cells(graded, self.options.timeout), "flags": flags,
                 "score": sum(t["score"] for t in tasks), "max_score": sum(t["max_score"] for t in tasks),
                 "written_max_score": float(judge.written_points(section)), "tasks": tasks}
+
+    def _autograde(self, section, student):
+        """nbgrader's autograde of the submission; returns its outcome, the judge's verdicts
+        {grade_id: verdict} and the repairs' notes of this run alone (grader.judge, grader.repair)."""
+        verdicts, repairs = {}, []
+
+        def on_verdict(grade_id, verdict):
+            verdicts[grade_id] = verdict
+        # nbgrader makes its preprocessors for each run from these settings
+        self.api.config.JudgedExecute.on_verdict = on_verdict
+        self.api.config.RepairSubmission.on_repaired = repairs.extend
+        outcome = self.api.autograde(section, student, force=True, create=True)
+        return outcome, verdicts, repairs
 
     def _record(self, section, student, tasks):
         """Write the judge's scores over this submission's grades in the gradebook, which its

@@ -11,8 +11,10 @@ Under nbgrader, `JudgedExecute` takes the place of nbgrader's Execute preprocess
 runs in the kernel as usual, check cells included, but without their hidden tests (what the
 student would see: the in-notebook result; the kernel never learns the hidden tests' results,
 which its sandbox does not hold); then the judge checks the task, hidden tests included, and its
-verdict becomes the cell's output, which is what nbgrader scores. The verdicts are also kept in `VERDICTS` for the grader, which takes the scores
-from them, not from a gradebook the submission could have written to.
+verdict becomes the cell's output, which is what nbgrader scores. Each verdict is also handed to
+the function in its setting `on_verdict`, which the grader sets for each notebook it grades
+(grader.grading) and takes the scores from: not from a gradebook the submission could have written
+to.
 """
 
 import ast
@@ -27,10 +29,6 @@ import torch
 
 from grader.course import SOLUTIONS, is_check_cell, is_parts_cell, nbgrader_info, solution_notebook
 from grader.probe import Exchange, Link, NotPlainData
-
-# (section, student) -> {grade_id: verdict}: filled while nbgrader autogrades, read by the grader
-VERDICTS = {}
-
 
 class NotACheckCell(ValueError):
     """A check cell holding something other than calls of the section's checks."""
@@ -140,7 +138,7 @@ def failed_in_notebook(cell):
 def _execute_preprocessor():
     from jupyter_core.utils import run_sync
     from nbgrader.preprocessors import Execute
-    from traitlets import Unicode
+    from traitlets import Callable, Unicode
 
     from grader.kernel_client import StopsASilentKernel
 
@@ -148,6 +146,9 @@ def _execute_preprocessor():
         """nbgrader's Execute, with each check cell's outputs replaced by the judge's verdict."""
 
         exchange = Unicode("", help="the folder for requests and answers, in view of the kernel").tag(config=True)
+        # A function, not a container: traitlets gives each instance a deep copy of its settings
+        on_verdict = Callable(None, allow_none=True, help="called as on_verdict(grade_id, verdict) "
+                              "for each check cell judged").tag(config=True)
 
         def preprocess_cell(self, cell, resources, index):
             if is_parts_cell(cell):  # runs the course's parts; the feedback shows the student's cell
@@ -184,7 +185,8 @@ def _execute_preprocessor():
             if in_notebook and not verdict["passed"] and judged(hidden=False)["passed"]:
                 in_notebook = False
             verdict["in_notebook"] = in_notebook
-            VERDICTS.setdefault((section, info["student"]), {})[grade_id] = verdict
+            if self.on_verdict:
+                self.on_verdict(grade_id, verdict)
             cell.outputs = outputs(verdict)
             return cell, resources
 

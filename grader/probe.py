@@ -538,7 +538,7 @@ class Link:
             sync[target._handle] = target._state()
             # forward pre-hooks the check put on the judge's copies: they see the kernel's inputs
             watched = {name: m for name, m in target.named_modules() if m._forward_pre_hooks}
-        refused = [path for paths, _ in checks.REFUSED for path in paths]
+        refused = checks.refused_now()
         response = self.request(op="call", target=target._handle, method=method, args=outgoing,
                                 kwargs=outgoing_kwargs, rng=torch.get_rng_state(), sync=sync,
                                 refuse=refused, capture=list(watched), **special)
@@ -549,8 +549,7 @@ class Link:
         # with the stack formatted, 2 ms a call, on a machine that has none)
         torch.default_generator.manual_seed(int(torch.randint(2**62, ())))
         if response.get("refused"):
-            for _, used in checks.REFUSED:
-                used.append(True)
+            checks.refused_in_kernel()
         for name, calls in response.get("captured", {}).items():
             for args_kwargs in calls:
                 _replay_pre_hooks(watched[name], *self.decode(args_kwargs))

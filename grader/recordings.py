@@ -2,8 +2,7 @@
 and the grading kernels' sandbox shows them in place of grader/references (grader.grading).
 
 A check asks grader.references for each result it compares with; `record` runs every check with
-the model answers and the catalogue while `references.RECORDED` is a dict, and keeps what was
-asked. For grading, a state of the course is recorded once, by a process of its own, into
+the model answers and the catalogue inside `references.recording()`, and keeps what was asked. For grading, a state of the course is recorded once, by a process of its own, into
 KERNEL_REFERENCES, and kept there for every grading and publishing of that state.
 """
 
@@ -34,8 +33,7 @@ def record(sections=SECTIONS, hidden=False, mistakes=None):
     dict, receives {"section, check, message shape": [the catalogue's names of the wrong answers
     that fail with it]} (grader.course.message_shape)."""
     from grader import catalogue, references
-    references.RECORDED = recorded = {}
-    try:
+    with references.recording() as recorded:
         for section in sections:
             session = catalogue.Session(section, hidden=hidden)
             wrong, right = catalogue.load(section)
@@ -44,8 +42,6 @@ def record(sections=SECTIONS, hidden=False, mistakes=None):
                 if mistakes is not None and message and isinstance(entry, catalogue.Wrong):
                     key = ", ".join([section, f"test_{entry.name}", message_shape(message)])
                     mistakes.setdefault(key, []).append(entry.mistake)
-    finally:
-        references.RECORDED = None
     return recorded
 
 

@@ -15,7 +15,8 @@ written down, so the student and the instructor see what was done:
   runs the course's parts in its place (grader.judge), and without it every later cell would fail.
 
 Under nbgrader, `RepairSubmission` does this as the first step of autograding, so that plain
-`nbgrader autograde` in a class's folder repairs as `grader autograde` does.
+`nbgrader autograde` in a class's folder repairs as `grader autograde` does; it hands the notes to
+the function in its setting `on_repaired`, which the grader sets for each notebook (grader.grading).
 """
 
 import copy
@@ -23,11 +24,6 @@ import functools
 import re
 
 from grader.course import PARTS_TAG, is_parts_cell, nbgrader_info
-
-# (section, student) -> the notes of the submission nbgrader last autograded: written by
-# RepairSubmission, read by the grader
-NOTES = {}
-
 
 def _defines(source, name):
     return re.search(rf"^(def|class)\s+{re.escape(name)}\b", source, re.M) is not None
@@ -120,18 +116,22 @@ def _restore_parts_cell(notebook, reference):
 def _preprocessor():
     import nbformat
     from nbgrader.preprocessors import NbGraderPreprocessor
-    from traitlets import Unicode
+    from traitlets import Callable, Unicode
 
     class RepairSubmission(NbGraderPreprocessor):
         """`repair` against the release notebook, before nbgrader's own steps."""
 
         reference = Unicode("", help="the release notebook's path, with {section} for the "
                             "section's name").tag(config=True)
+        on_repaired = Callable(None, allow_none=True, help="called with the notes of each notebook "
+                               "repaired").tag(config=True)
 
         def preprocess(self, nb, resources):
             info = resources["nbgrader"]
             reference = nbformat.read(self.reference.format(section=info["assignment"]), as_version=4)
-            NOTES[(info["assignment"], info["student"])] = repair(nb, reference)
+            notes = repair(nb, reference)
+            if self.on_repaired:
+                self.on_repaired(notes)
             return nb, resources
 
     return RepairSubmission

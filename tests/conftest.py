@@ -6,6 +6,8 @@ import locale
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -98,30 +100,33 @@ def _keep_whole(kept, write):
     partial.rename(kept)
 
 
+def keep_run(name, key, folder, run):
+    """`run()`, which writes into `folder`, or, when the last run under `name` on this machine had
+    the same `key`, what it left in `folder` and returned (JSON) put back instead. `key` must hold
+    everything the run's result depends on: for a grading, grader.fingerprint.grading_versions and
+    the bytes of the notebooks it grades. It may be a function of what a run returned, for a run
+    that returns what it read: the kept run is read back when `key(what it returned)` is still its
+    key."""
+    kept = KEPT / f"{name}-{_this_cpu()}"
+    if (kept / "key.txt").is_file():
+        returned = json.loads((kept / "returned.json").read_text())
+        if (key(returned) if callable(key) else key) == (kept / "key.txt").read_text():
+            shutil.copytree(kept / "folder", folder, dirs_exist_ok=True)
+            return returned
+    returned = run()
+
+    def write(partial):
+        shutil.copytree(folder, partial / "folder")
+        (partial / "returned.json").write_text(json.dumps(returned))
+        (partial / "key.txt").write_text(key(returned) if callable(key) else key)
+    _keep_whole(kept, write)
+    return returned
+
+
 @pytest.fixture(scope="session")
 def kept_run():
-    """`kept_run(name, key, folder, run)`: `run()`, which writes into `folder`, or, when the last
-    run under `name` on this machine had the same `key`, what it left in `folder` and returned
-    (JSON) put back instead. `key` must hold everything the run's result depends on: for a grading,
-    grader.fingerprint.grading_versions and the bytes of the notebooks it grades. It may be a
-    function of what a run returned, for a run that returns what it read: the kept run is read
-    back when `key(what it returned)` is still its key."""
-    def keep(name, key, folder, run):
-        kept = KEPT / f"{name}-{_this_cpu()}"
-        if (kept / "key.txt").is_file():
-            returned = json.loads((kept / "returned.json").read_text())
-            if (key(returned) if callable(key) else key) == (kept / "key.txt").read_text():
-                shutil.copytree(kept / "folder", folder, dirs_exist_ok=True)
-                return returned
-        returned = run()
-
-        def write(partial):
-            shutil.copytree(folder, partial / "folder")
-            (partial / "returned.json").write_text(json.dumps(returned))
-            (partial / "key.txt").write_text(key(returned) if callable(key) else key)
-        _keep_whole(kept, write)
-        return returned
-    return keep
+    """keep_run, as a fixture."""
+    return keep_run
 
 
 # What tools write after measuring the checkout, never read by a test run as its input: a new
@@ -180,6 +185,72 @@ def reads_digest(reads, state):
     for name in reads:
         digest.update(f"{name}={state.get(name, 'gone')}".encode() + b"\0")
     return digest.hexdigest()[:16]
+
+
+# --- tests marked `kept`: run in a pytest of their own, kept by what they read -----------------
+
+KEPT_INNER = "COURSE_KEPT_INNER"  # set in the pytest of its own, which runs the test's body
+# What a grading kernel in its sandbox may read, where no trace reaches (the sandbox clears the
+# environment): always counted as read
+SANDBOX_READS = ("ticketnet.py", "requirements.txt", "solutions/", "notebooks/", "data/")
+# The environment a test's result can depend on beyond the files it reads
+KEPT_SETTINGS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ATEN_CPU_CAPABILITY", "MKL_CBWR", "NBGRADER_EXECUTION",
+                 "BANKING77_DIR", "CI")
+
+
+def this_environment():
+    """What a test's result depends on besides the checkout: the interpreter, every installed
+    distribution's version, Banking77's bytes and the settings of KEPT_SETTINGS."""
+    import importlib.metadata
+    banking77 = Path(os.environ.get("BANKING77_DIR") or ROOT.parent / "shared" / "data" / "banking77")
+    return {"python": f"{sys.executable} {sys.version}",
+            "packages": sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()),
+            "banking77": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(banking77.glob("*.csv"))},
+            "settings": {k: os.environ.get(k) for k in KEPT_SETTINGS}}
+
+
+def run_kept(nodeid, root=ROOT, environment=this_environment):
+    """The test `nodeid` run by a pytest of its own under `root`, its reads traced (tracing_reads),
+    or read back as passed when the last passing run on this machine (and CPU) read the same: the
+    same bytes in every file of the checkout it opened and in SANDBOX_READS, the same files outside
+    tests/ (reads_digest), the same `environment()`. A run that fails is never kept. Returns
+    whether the test ran."""
+    state = checkout_state(root)
+    with tempfile.TemporaryDirectory() as scratch:
+        log, folder = Path(scratch) / "reads", Path(scratch) / "kept"
+        log.mkdir()
+        folder.mkdir()
+        ran = []
+
+        def run():
+            env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+            done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", nodeid], cwd=root,
+                                  env={**env, **tracing_reads(log, root), KEPT_INNER: "1"}, capture_output=True, text=True)
+            if done.returncode != 0:
+                pytest.fail(f"{nodeid}, run by a pytest of its own, exit {done.returncode}:\n"
+                            f"{done.stdout[-8000:]}{done.stderr[-2000:]}", pytrace=False)
+            ran.append(True)
+            return {"reads": files_read(log, root)}
+        if state is None:  # not a git checkout: nothing says what changed
+            run()
+            return True
+        always = [name for name in state if name.startswith(SANDBOX_READS)]
+        settings = environment()
+
+        def key(returned):
+            reads = sorted({*returned["reads"], *always})
+            return json.dumps({"test": nodeid, "checkout": reads_digest(reads, state), **settings}, sort_keys=True)
+        keep_run("kept-" + hashlib.sha256(f"{root}:{nodeid}".encode()).hexdigest()[:16], key, folder, run)
+        return bool(ran)
+
+
+def pytest_pyfunc_call(pyfuncitem):
+    """A test marked `kept` runs in a pytest of its own, or is read back (run_kept); in that pytest,
+    and in a run that names no git checkout, it runs here as any other."""
+    if pyfuncitem.get_closest_marker("kept") is None or os.environ.get(KEPT_INNER):
+        return None
+    run_kept(pyfuncitem.nodeid)
+    return True
 
 
 @pytest.fixture(scope="session", autouse=True)

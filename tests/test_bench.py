@@ -294,6 +294,7 @@ def test_notebook_benchmark_runs_a_student_on_every_core_and_on_one_thread(monke
         notebooks.main(["--modes", "student,threaded"])
 
 
+@pytest.mark.kept  # minutes, in every run: read back while nothing it read has changed (conftest.run_kept)
 def test_grading_benchmark_on_two_notebooks(tmp_path, monkeypatch):
     path = tmp_path / "BENCHMARKS.md"
     argv = ["--students", "ada,fay", "--sections", "02-positions", "--workers", "2", "--rounds", "2",

@@ -248,7 +248,9 @@ def test_a_reference_is_computed_once_a_process_given_as_a_copy_and_draws_nothin
     assert not torch.equal(second["weights"], first["weights"]) and second["n"] == 3
     references.expected("made_up", "drawn", 4)
     assert computed == [3, 4]
-    monkeypatch.setattr(references, "RECORDED", {})
-    kept = references.expected("made_up", "drawn", 3)
-    assert computed == [3, 4] and torch.equal(references.RECORDED["made_up.drawn(3,)"]["weights"], kept["weights"])
+    with references.recording() as recorded:
+        kept = references.expected("made_up", "drawn", 3)
+    references.expected("made_up", "drawn", 4)  # after the block: not recorded
+    assert computed == [3, 4] and list(recorded) == ["made_up.drawn(3,)"]
+    assert torch.equal(recorded["made_up.drawn(3,)"]["weights"], kept["weights"])
     references._computed.cache_clear()

@@ -287,15 +287,17 @@ def test_a_notebook_whose_warm_kernel_server_stopped_is_graded_once_more_then_gi
 
 def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp_path, monkeypatch):
     """grade() without nbgrader's run: the verdicts it would leave are set here, one run at a time."""
-    section, runs, recorded = "05-block", [], []
+    section, runs, recorded, late = "05-block", [], [], []
     course = grading.GradingCourse(tmp_path / "course", FRESH)
 
     def autograde(assignment, student, **options):
         folder = course.folder / "autograded" / student / assignment
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copy(solution_notebook(assignment), folder / f"{assignment}.ipynb")
-        if runs[0] is not None:  # as JudgedExecute leaves them: one check cell at a time
-            judge.VERDICTS.setdefault((assignment, student), {}).update(runs[0])
+        for on_verdict in late:  # an earlier run's judge, still sending
+            on_verdict("test_to_reference", verdict(True, True))
+        for grade_id, sent in (runs[0] or {}).items():  # as JudgedExecute sends them: one check cell at a time
+            course.api.config.JudgedExecute.on_verdict(grade_id, sent)
         runs.pop(0)
         return {"success": True, "log": "", "error": ""}
 
@@ -322,13 +324,13 @@ def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp
     assert second["score"] == second["max_score"] == 7.0 and all(t["message"] == "" for t in second["tasks"])
     assert second["flags"] == ["test_Block failed in the notebook but passes the grader's check (the submission "
                                "may interfere with its checks)"]
-    # verdicts left behind by a run that crashed are never read again
-    judge.VERDICTS[(section, "ada")] = {"test_to_reference": verdict(True, True)}
+    # a verdict sent to an earlier run's grader counts for nothing in this one
+    late.append(course.api.config.JudgedExecute.on_verdict)
     third = course.grade(solution_notebook(section), student="ada")
     assert [(t["score"], t["message"]) for t in third["tasks"]] == [
         (3.0, ""), (0.0, "not graded: its check cell did not run"), (0.0, "not graded: its check cell did not run")]
     fourth = course.grade(solution_notebook(section), student="ada")
-    assert fourth["score"] == 0.0 and fourth["flags"] == [] and not judge.VERDICTS
+    assert fourth["score"] == 0.0 and fourth["flags"] == []
     assert {t["message"] for t in fourth["tasks"]} == {"not graded: its check cell did not run"}
 
 

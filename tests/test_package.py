@@ -1,6 +1,9 @@
 """The grader package's layout: its modules import one another without a cycle, counting the
 imports inside functions, which hide a cycle from Python but not from a reader, and no module
-uses another's private names (the tests may still reach into the module they test)."""
+uses another's private names (the tests may still reach into the module they test). Nor does a
+module pass values to another through module globals: none sets another's names, and none keeps
+an empty public container for others to fill; what one module hands another is an argument or a
+return value."""
 
 import ast
 import re
@@ -98,6 +101,57 @@ def test_a_private_name_taken_from_another_module_is_named(tmp_path):
     (tmp_path / "grader" / "b.py").write_text("from grader.a import _x\nfrom grader import a\nprint(a._x, a.__all__, a.y)\n")
     (tmp_path / "grader" / "c.py").write_text("import grader.a as alias\nprint(alias._x)\n_own = 2\n")
     assert private_names_across(tmp_path) == ["grader.b: grader.a._x", "grader.b: grader.a._x", "grader.c: grader.a._x"]
+
+
+def grader_modules_named(tree, paths):
+    """{local name: grader module} of the modules the parsed file `tree` imports as names."""
+    modules = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.update({alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names
+                            if f"{node.module}.{alias.name}" in paths})
+        elif isinstance(node, ast.Import):
+            modules.update({alias.asname or alias.name: alias.name for alias in node.names if alias.name in paths})
+    return modules
+
+
+def module_globals_as_channels(root=ROOT):
+    """Each place where a module of grader/ sets a name of another (`m.x = ...`, `m.x += ...`), and
+    each public module-level name bound to an empty dict, list or set: "user: what"."""
+    paths = grader_modules(root)
+    found = []
+    for user, path in paths.items():
+        tree = ast.parse(path.read_text(), str(path))
+        modules = grader_modules_named(tree, paths)
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            found += [f"{user}: sets {modules[t.value.id]}.{t.attr}" for t in targets
+                      if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                      and modules.get(t.value.id, user) != user]
+        for node in tree.body:
+            empty = isinstance(node, ast.Assign) and (
+                isinstance(node.value, (ast.Dict, ast.List, ast.Set)) and not ast.unparse(node.value)[1:-1].strip()
+                or isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and node.value.func.id in ("dict", "list", "set") and not node.value.args and not node.value.keywords)
+            if empty:
+                found += [f"{user}: {t.id} starts empty" for t in node.targets
+                          if isinstance(t, ast.Name) and not t.id.startswith("_")]
+    return found
+
+
+def test_no_module_of_the_grader_passes_values_through_module_globals():
+    assert module_globals_as_channels() == []
+
+
+def test_a_module_global_used_as_a_channel_is_named(tmp_path):
+    (tmp_path / "grader").mkdir()
+    (tmp_path / "grader" / "a.py").write_text("FILLED = {}\nSEEN = list()\n_own = []\nKNOWN = {1: 2}\n")
+    (tmp_path / "grader" / "b.py").write_text("from grader import a\nimport grader.a as alias\n"
+                                              "def f():\n    a.FILLED = {}\n    alias.count += 1\n    a.FILLED[1] = 2\n")
+    assert module_globals_as_channels(tmp_path) == [
+        "grader.a: FILLED starts empty", "grader.a: SEEN starts empty",
+        "grader.b: sets grader.a.FILLED", "grader.b: sets grader.a.count"]
 
 
 def test_the_grader_package_has_no_import_cycle():

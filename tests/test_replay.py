@@ -147,11 +147,14 @@ def _notebook(path, cells_):
 
 
 def _nbval(notebook, env=None):
-    """pytest with nbval and this plugin on one notebook: (exit code, its report)."""
+    """pytest with nbval and this plugin on one notebook: (exit code, its report). The course and
+    tests/ go before what PYTHONPATH held (a trace of the reads, under run_kept)."""
+    env = env or os.environ
     run = subprocess.run([sys.executable, "-m", "pytest", "-p", "replay", "--nbval", "--nbval-current-env",
                           "-p", "no:cacheprovider", "-v", str(notebook)],
                          cwd=notebook.parent, capture_output=True, text=True, timeout=600,
-                         env=dict(env or os.environ, PYTHONPATH=f"{ROOT}:{ROOT / 'tests'}"))
+                         env=dict(env, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "tests"),
+                                                                                 env.get("PYTHONPATH")]))))
     return run.returncode, run.stdout + run.stderr
 
 
@@ -171,6 +174,7 @@ def test_nbval_compares_within_tolerance_only_where_a_cell_states_it(tmp_path):
 
 
 @pytest.mark.alone
+@pytest.mark.kept
 @pytest.mark.parametrize("section", TRAINED)
 def test_trained_section_replays_on_two_threads_under_another_cpu_code_path(section):
     """The replay as a student's laptop with another CPU runs it: on every core (the set-up cell
@@ -178,7 +182,8 @@ def test_trained_section_replays_on_two_threads_under_another_cpu_code_path(sect
     AVX2, AVX2 -> plain), while the outputs were stored on one thread and `make test` has already
     replayed them on the default path. The numbers must still replay within the cells' tolerances.
     Both ways of moving the last bits in one run: the suite trains each section once less. Marked
-    `alone`: it needs both cores, which `make test` gives it after the rest."""
+    `alone`: it needs both cores, which `make test` gives it after the rest; and `kept`: read back
+    on this CPU while nothing it read has changed (conftest.run_kept)."""
     env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
     env["OMP_NUM_THREADS"] = "2"
     lower = another_code_path()

@@ -380,23 +380,34 @@ def expect_close(actual, expected, what, hint="", tolerance="float32"):
         raise AssertionError(f"{what} differs from the expected values by up to {gap:.3g}. {hint}".strip())
 
 
-# Functions refused to the student's code right now: [(("module:name", ...), the list of uses)].
-# grader.probe sends them along with each call, so the student's code meets them in the kernel too.
-REFUSED = []
+# The refusing() blocks open in this process, innermost last: (("module:name", ...), their list of uses)
+_REFUSING = []
 
 
 @contextlib.contextmanager
 def refusing(*paths):
     """While the block runs, calling any of `paths` ("module:name", e.g. "torch:layer_norm") from
     the student's code raises RuntimeError("refused"). Yields a list that grows by one entry for
-    each such call."""
+    each such call. The student's code in a grading kernel meets them too: grader.probe sends
+    `refused_now()` along with each call and tells `refused_in_kernel()` what the kernel refused."""
     used = []
     with refuse(paths, used):
-        REFUSED.append((paths, used))
+        _REFUSING.append((paths, used))
         try:
             yield used
         finally:
-            REFUSED.pop()
+            _REFUSING.pop()
+
+
+def refused_now():
+    """The paths the open refusing() blocks refuse."""
+    return [path for paths, _ in _REFUSING for path in paths]
+
+
+def refused_in_kernel():
+    """Count a refused call, made by the student's code in the kernel, in every open refusing() block."""
+    for _, used in _REFUSING:
+        used.append(True)
 
 
 def refuse(paths, used):

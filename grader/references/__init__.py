@@ -4,11 +4,12 @@ checks so that the student edition holds their values and not the code that comp
 A check asks `references.expected(module, name, *settings)`. The settings are the check's own
 (sizes, seeds, eps, flags), never anything the student's code produced, so they fix the result. In
 this, the instructor's edition, grader/references/<module>.py computes it. `python -m grader
-publish` runs every visible check with the model answers while `RECORDED` is a dict, and writes
+publish` runs every visible check with the model answers inside `recording()`, and writes
 what they asked for into the student edition, whose grader/references/__init__.py
 (grader/edition/references.py) reads the stored values instead.
 """
 
+import contextlib
 import copy
 import functools
 import importlib
@@ -17,7 +18,20 @@ import torch
 
 from grader.course import reference_key
 
-RECORDED = None  # {key: value} while the publisher records
+# The dicts of the recording() blocks open in this process, innermost last
+_RECORDINGS = []
+
+
+@contextlib.contextmanager
+def recording():
+    """While the block runs, every result `expected` gives is also kept in the dict it yields,
+    under its key (grader.course.reference_key)."""
+    recorded = {}
+    _RECORDINGS.append(recorded)
+    try:
+        yield recorded
+    finally:
+        _RECORDINGS.remove(recorded)
 
 
 def expected(module, name, *settings):
@@ -25,8 +39,8 @@ def expected(module, name, *settings):
     (as the student edition's reader gives it). Computed once a process: a grading worker asks the
     same for every student's notebook of a section."""
     value = copy.deepcopy(_computed(module, name, settings))
-    if RECORDED is not None:
-        RECORDED[reference_key(module, name, settings)] = value
+    for recorded in _RECORDINGS:
+        recorded[reference_key(module, name, settings)] = value
     return value
 
 
