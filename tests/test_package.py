@@ -68,22 +68,29 @@ def a_cycle(graph):
     return None
 
 
+def grader_modules_named(tree, paths):
+    """{local name: grader module} of the modules the parsed file `tree` imports as names."""
+    modules = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.update({alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names
+                            if f"{node.module}.{alias.name}" in paths})
+        elif isinstance(node, ast.Import):
+            modules.update({alias.asname or alias.name: alias.name for alias in node.names if alias.name in paths})
+    return modules
+
+
 def private_names_across(root=ROOT):
     """Each use, in one module of grader/, of a private name (`_x`) of another: `from grader.m import
     _x`, or `m._x` where m names a grader module; as "user: grader.m._x"."""
     paths = grader_modules(root)
     found = []
     for user, path in paths.items():
-        tree, modules = ast.parse(path.read_text(), str(path)), {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    if f"{node.module}.{alias.name}" in paths:
-                        modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-                    elif node.module in paths and alias.name.startswith("_"):
-                        found.append(f"{user}: {node.module}.{alias.name}")
-            elif isinstance(node, ast.Import):
-                modules.update({alias.asname or alias.name: alias.name for alias in node.names if alias.name in paths})
+        tree = ast.parse(path.read_text(), str(path))
+        modules = grader_modules_named(tree, paths)
+        found += [f"{user}: {node.module}.{alias.name}" for node in ast.walk(tree)
+                  if isinstance(node, ast.ImportFrom) and node.module in paths and node.level == 0
+                  for alias in node.names if alias.name.startswith("_")]
         found += [f"{user}: {modules[node.value.id]}.{node.attr}" for node in ast.walk(tree)
                   if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                   and modules.get(node.value.id, user) != user
@@ -101,18 +108,6 @@ def test_a_private_name_taken_from_another_module_is_named(tmp_path):
     (tmp_path / "grader" / "b.py").write_text("from grader.a import _x\nfrom grader import a\nprint(a._x, a.__all__, a.y)\n")
     (tmp_path / "grader" / "c.py").write_text("import grader.a as alias\nprint(alias._x)\n_own = 2\n")
     assert private_names_across(tmp_path) == ["grader.b: grader.a._x", "grader.b: grader.a._x", "grader.c: grader.a._x"]
-
-
-def grader_modules_named(tree, paths):
-    """{local name: grader module} of the modules the parsed file `tree` imports as names."""
-    modules = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            modules.update({alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names
-                            if f"{node.module}.{alias.name}" in paths})
-        elif isinstance(node, ast.Import):
-            modules.update({alias.asname or alias.name: alias.name for alias in node.names if alias.name in paths})
-    return modules
 
 
 def module_globals_as_channels(root=ROOT):
