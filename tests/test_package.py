@@ -237,3 +237,31 @@ def test_a_picture_that_does_not_hold_the_imports_is_told():
     assert drawn_wrong(readme_layers(text), graph) == ["ghost is drawn but is no module", "top imports low, drawn above it"]
     assert drawn_wrong([{"top"}, {"mid", "low"}, {"low"}], graph) == ["low is drawn twice"]
     assert drawn_wrong([{"top"}, {"low"}], graph) == ["mid is not drawn"]
+
+
+# --- short functions -------------------------------------------------------------------------------
+
+LONGEST_FUNCTION = 60  # lines, decorators left out, docstring included
+
+
+def long_functions(paths, limit=LONGEST_FUNCTION):
+    """"file:function (N lines)" for each function or method of `paths` longer than `limit` lines."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > limit:
+                found.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}:{node.name} "
+                             f"({node.end_lineno - node.lineno + 1} lines)")
+    return found
+
+
+def test_no_function_of_the_grader_or_of_ticketnet_is_longer_than_60_lines():
+    assert long_functions([*sorted((ROOT / "grader").rglob("*.py")), ROOT / "ticketnet.py"]) == []
+
+
+def test_a_function_over_the_limit_is_named_with_its_length(tmp_path):
+    def body(indent):
+        return "".join(f"{indent}x{i} = {i}\n" for i in range(59))
+    (tmp_path / "m.py").write_text(f"@decorated\ndef fits():\n{body('    ')}\n\nclass C:\n    def over(self):\n"
+                                   f"{body('        ')}        pass\n        return 1\n")
+    assert long_functions([tmp_path / "m.py"]) == ["m.py:over (62 lines)"]
