@@ -13,8 +13,21 @@ import sys
 
 def _record_reads(log, root):
     root = os.path.normpath(root) + os.sep
-    out = os.open(os.path.join(log, f"{os.getpid()}.txt"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     seen = set()
+
+    def write(line):
+        # Opened for each line, never held: a forked kernel closes the descriptors it inherited, and
+        # a number held across that could name another file by the next write. A process that
+        # cannot reach the log (a sandbox) records nothing.
+        try:
+            out = os.open(os.path.join(log, f"{os.getpid()}.txt"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
+                          0o644)
+        except OSError:
+            return
+        try:
+            os.write(out, line)  # one write, appended whole
+        finally:
+            os.close(out)
 
     def hook(event, args):
         if event != "open" or not isinstance(args[0], (str, bytes)):  # not a path: a descriptor
@@ -26,7 +39,7 @@ def _record_reads(log, root):
             return
         if path.startswith(root) and path not in seen:
             seen.add(path)
-            os.write(out, path.encode() + b"\n")  # one write, appended whole: forked children share the file
+            write(path.encode() + b"\n")
 
     sys.addaudithook(hook)
 
