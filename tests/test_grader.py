@@ -204,6 +204,16 @@ def test_the_schema_revision_read_in_process_is_the_one_alembic_prints():
     assert nbconfig.alembic_head() == nbconfig.alembic_head_by_command()
 
 
+def test_an_alembic_command_that_fails_gives_no_revision(tmp_path, monkeypatch):
+    """What a failing `alembic` printed is not taken for the revision."""
+    fake = tmp_path / "alembic"
+    fake.write_text("#!/bin/sh\necho 'f00d (head)'\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    with pytest.raises(subprocess.CalledProcessError):
+        nbconfig.alembic_head_by_command()
+
+
 def test_check_json_gives_the_solution_full_marks_and_the_release_zero(tmp_path):
     course = grading.GradingCourse(tmp_path / "course")
     solved = course.grade(sample_class.CLASS / "ada" / f"{FIRST}.ipynb")
