@@ -2,7 +2,8 @@
 and the grading kernels' sandbox shows them in place of grader/references (grader.grading).
 
 A check asks grader.references for each result it compares with; `record` runs every check with
-the model answers and the catalogue inside `references.recording()`, and keeps what was asked. For grading, a state of the course is recorded once, by a process of its own, into
+the model answers and the catalogue inside `references.recording()`, and keeps what was asked.
+For grading, a state of the course is recorded once, by a process of its own, into
 KERNEL_REFERENCES, and kept there for every grading and publishing of that state.
 """
 

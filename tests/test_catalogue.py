@@ -249,8 +249,11 @@ def test_a_reference_is_computed_once_a_process_given_as_a_copy_and_draws_nothin
     references.expected("made_up", "drawn", 4)
     assert computed == [3, 4]
     with references.recording() as recorded:
-        kept = references.expected("made_up", "drawn", 3)
-    references.expected("made_up", "drawn", 4)  # after the block: not recorded
-    assert computed == [3, 4] and list(recorded) == ["made_up.drawn(3,)"]
+        with references.recording() as inner:  # an inner block, ended first, records its own part
+            kept = references.expected("made_up", "drawn", 3)
+        references.expected("made_up", "drawn", 4)
+    references.expected("made_up", "drawn", 5)  # after the blocks: not recorded
+    assert computed == [3, 4, 5] and list(recorded) == ["made_up.drawn(3,)", "made_up.drawn(4,)"]
+    assert list(inner) == ["made_up.drawn(3,)"]
     assert torch.equal(recorded["made_up.drawn(3,)"]["weights"], kept["weights"])
     references._computed.cache_clear()

@@ -31,7 +31,7 @@ def recording():
     try:
         yield recorded
     finally:
-        _RECORDINGS.remove(recorded)
+        _RECORDINGS.pop()
 
 
 def expected(module, name, *settings):
