@@ -199,11 +199,12 @@ KEPT_SETTINGS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ATEN_CPU_CAPABILITY", "M
 
 
 def this_environment():
-    """What a test's result depends on besides the checkout: the interpreter, every installed
-    distribution's version, Banking77's bytes and the settings of KEPT_SETTINGS."""
+    """What a test's result depends on besides the checkout: the interpreter's version, every
+    installed distribution's version, Banking77's bytes and the settings of KEPT_SETTINGS. No path
+    into the checkout (.venv is one): CI's next clone lies elsewhere."""
     import importlib.metadata
     banking77 = Path(os.environ.get("BANKING77_DIR") or ROOT.parent / "shared" / "data" / "banking77")
-    return {"python": f"{sys.executable} {sys.version}",
+    return {"python": sys.version,
             "packages": sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()),
             "banking77": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(banking77.glob("*.csv"))},
             "settings": {k: os.environ.get(k) for k in KEPT_SETTINGS}}
@@ -240,7 +241,8 @@ def run_kept(nodeid, root=ROOT, environment=this_environment):
         def key(returned):
             reads = sorted({*returned["reads"], *always})
             return json.dumps({"test": nodeid, "checkout": reads_digest(reads, state), **settings}, sort_keys=True)
-        keep_run("kept-" + hashlib.sha256(f"{root}:{nodeid}".encode()).hexdigest()[:16], key, folder, run)
+        # named by the test alone: a clone elsewhere reads back what this one kept
+        keep_run("kept-" + hashlib.sha256(nodeid.encode()).hexdigest()[:16], key, folder, run)
         return bool(ran)
 
 
