@@ -1,6 +1,7 @@
 """The tests marked `kept` (conftest.run_kept): run by a pytest of their own with their reads
 traced, and read back as passed only while nothing they read, nor the environment, has changed."""
 
+import shutil
 import subprocess
 
 import pytest
@@ -21,12 +22,14 @@ def test_a_kept_test_is_read_back_only_while_what_it_read_and_its_environment_ho
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     environment = {"python": "3.x"}
 
-    def kept_run():
-        ran = conftest.run_kept("tests/test_case.py::test_reads_its_data", root=repo, environment=lambda: environment)
+    def kept_run(root=repo):
+        ran = conftest.run_kept("tests/test_case.py::test_reads_its_data", root=root, environment=lambda: environment)
         return ran, runs.read_text().count("ran")
 
     assert kept_run() == (True, 1)
     assert kept_run() == (False, 1)  # read back: the body did not run
+    shutil.copytree(repo, tmp_path / "a clone elsewhere")
+    assert kept_run(tmp_path / "a clone elsewhere") == (False, 1)  # as CI's next clone
     for name, text in [("README.md", "two\n"), ("tests/test_other.py", "y = 2\n")]:  # never read
         (repo / name).write_text(text)
         assert kept_run() == (False, 1), name
