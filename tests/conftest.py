@@ -198,24 +198,30 @@ KEPT_SETTINGS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ATEN_CPU_CAPABILITY", "M
                  "BANKING77_DIR", "CI")
 
 
+def banking77_digest(folder):
+    """{file name: SHA-256} of the Banking77 copy in `folder`."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(Path(folder).glob("*.csv"))}
+
+
 def this_environment():
     """What a test's result depends on besides the checkout: the interpreter's version, every
     installed distribution's version, Banking77's bytes and the settings of KEPT_SETTINGS. No path
     into the checkout (.venv is one): CI's next clone lies elsewhere."""
     import importlib.metadata
-    banking77 = Path(os.environ.get("BANKING77_DIR") or ROOT.parent / "shared" / "data" / "banking77")
     return {"python": sys.version,
             "packages": sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()),
-            "banking77": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(banking77.glob("*.csv"))},
+            "banking77": banking77_digest(os.environ.get("BANKING77_DIR") or ROOT.parent / "shared" / "data" / "banking77"),
             "settings": {k: os.environ.get(k) for k in KEPT_SETTINGS}}
 
 
-def run_kept(nodeid, root=ROOT, environment=this_environment):
-    """The test `nodeid` run by a pytest of its own under `root`, its reads traced (tracing_reads),
-    or read back as passed when the last passing run on this machine (and CPU) read the same: the
-    same bytes in every file of the checkout it opened and in SANDBOX_READS, the same files outside
-    tests/ (reads_digest), the same `environment()`. A run that fails is never kept. Returns
-    whether the test ran."""
+def keep_traced(name, what, run, settings, root=ROOT, always=()):
+    """`run(env)`, a process (subprocess.CompletedProcess) run with the settings `env` that trace
+    its reads (tracing_reads), or the record of its last pass on this machine and CPU (keep_run)
+    when nothing it depends on has changed: the bytes of every file of the checkout under `root`
+    it opened and of those whose paths start with one of `always`, the files outside tests/
+    (reads_digest), and `settings`. The checkout is hashed before the run: what it read is what
+    the files held then. A run that fails (`what` names it) is never kept. Returns (what the run
+    printed, whether it ran)."""
     state = checkout_state(root)
     with tempfile.TemporaryDirectory() as scratch:
         log, folder = Path(scratch) / "reads", Path(scratch) / "kept"
@@ -223,27 +229,35 @@ def run_kept(nodeid, root=ROOT, environment=this_environment):
         folder.mkdir()
         ran = []
 
-        def run():
-            env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-            done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", nodeid], cwd=root,
-                                  env={**env, **tracing_reads(log, root), KEPT_INNER: "1"}, capture_output=True, text=True)
+        def passed():
+            done = run(tracing_reads(log, root))
             if done.returncode != 0:
-                pytest.fail(f"{nodeid}, run by a pytest of its own, exit {done.returncode}:\n"
-                            f"{done.stdout[-8000:]}{done.stderr[-2000:]}", pytrace=False)
+                pytest.fail(f"{what}, exit {done.returncode}:\n{done.stdout[-8000:]}{done.stderr[-2000:]}", pytrace=False)
             ran.append(True)
-            return {"reads": files_read(log, root)}
+            return {"printed": done.stdout, "reads": files_read(log, root)}
         if state is None:  # not a git checkout: nothing says what changed
-            run()
-            return True
-        always = [name for name in state if name.startswith(SANDBOX_READS)]
-        settings = environment()
+            return passed()["printed"], True
+        always_read = [path for path in state if path.startswith(always)] if always else []
 
         def key(returned):
-            reads = sorted({*returned["reads"], *always})
-            return json.dumps({"test": nodeid, "checkout": reads_digest(reads, state), **settings}, sort_keys=True)
-        # named by the test alone: a clone elsewhere reads back what this one kept
-        keep_run("kept-" + hashlib.sha256(nodeid.encode()).hexdigest()[:16], key, folder, run)
-        return bool(ran)
+            reads = returned.get("reads") if isinstance(returned, dict) else None
+            return reads is not None and json.dumps(
+                {"checkout": reads_digest(sorted({*reads, *always_read}), state), **settings}, sort_keys=True)
+        return keep_run(name, key, folder, passed)["printed"], bool(ran)
+
+
+def run_kept(nodeid, root=ROOT, environment=this_environment):
+    """The test `nodeid` run by a pytest of its own under `root`, or read back as passed
+    (keep_traced) while its reads, SANDBOX_READS and `environment()` are as they were. Returns
+    whether the test ran."""
+    def run(trace):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", nodeid], cwd=root,
+                              env={**env, **trace, KEPT_INNER: "1"}, capture_output=True, text=True)
+    # named by the test alone: a clone elsewhere reads back what this one kept
+    _, ran = keep_traced("kept-" + hashlib.sha256(nodeid.encode()).hexdigest()[:16], f"{nodeid}, run by a pytest of its own",
+                         run, {"test": nodeid, **environment()}, root=root, always=SANDBOX_READS)
+    return ran
 
 
 def pytest_pyfunc_call(pyfuncitem):

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import checkout_files, checkout_state, files_read, reads_digest, tracing_reads
+from conftest import (banking77_digest, checkout_files, checkout_state, files_read, keep_traced, reads_digest,
+                      tracing_reads)
 from grader import course, publish
 from grader.course import SECTIONS, SUPPORTED, solution_notebook
 from test_edition import assert_model_answers_pass_the_editions_check
@@ -114,36 +115,20 @@ def _run(python, *args, timeout=1800, env=None):
 SETTINGS = ("OMP_NUM_THREADS", "ATEN_CPU_CAPABILITY", "MKL_CBWR", "NBGRADER_EXECUTION")
 
 
-def kept_pass(kept_run, banking77_dir, tmp_path, name, python, run, edition=None):
+def kept_pass(banking77_dir, name, python, run, edition=None):
     """`run(env)`, a platform's pytest of the checkout under the settings `env`, or the record of
-    its last pass on this machine when nothing it read has changed since: the files of the
-    checkout it opened, traced (conftest.reads_digest), the student `edition` it fetched, the
-    platform's interpreter, git, Banking77 and SETTINGS (and the CPU: kept_run keeps a folder
-    per CPU). A change to what the platform's run never opens (the class tools, the README, the
-    benchmarks) runs none of the passes again. A run that fails is never kept: it runs again next time.
-    Returns the run's output."""
-    log, kept = tmp_path / "reads", tmp_path / "kept"
-    log.mkdir()
-    kept.mkdir()
-    state = checkout_state()  # before the run: what it read is what the files held then
-
-    def passed():
-        done = run(tracing_reads(log))
-        assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-        return {"printed": done.stdout, "reads": files_read(log)}
-    if state is None:  # not a git checkout: nothing says what changed
-        return passed()["printed"]
+    its last pass on this machine when nothing it read has changed since (conftest.keep_traced):
+    the files of the checkout it opened, the student `edition` it fetched, the platform's
+    interpreter, git, Banking77 and SETTINGS. A change to what the platform's run never opens (the
+    class tools, the README, the benchmarks) runs none of the passes again. A run that fails is
+    never kept: it runs again next time. Returns the run's output."""
     settings = {
         "edition": edition and edition_digest(edition),
         "python": _run(python, "-c", "import sys; print(sys.executable, sys.version)").stdout,
         "git": subprocess.run(["git", "--version"], capture_output=True, text=True).stdout,
-        "banking77": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(banking77_dir.glob("*.csv"))},
+        "banking77": banking77_digest(banking77_dir),
         "settings": {k: os.environ.get(k) for k in SETTINGS}}
-
-    def key(returned):
-        reads = returned.get("reads") if isinstance(returned, dict) else None
-        return reads is not None and json.dumps({"checkout": reads_digest(reads, state), **settings}, sort_keys=True)
-    return kept_run(name, key, kept, passed)["printed"]
+    return keep_traced(name, name, run, settings)[0]
 
 
 def edition_digest(folder):
@@ -241,11 +226,11 @@ class OnPlatform(PlatformPython):
         (problems,) = json.loads(run.stdout).values()
         assert problems == [], "\n".join(problems)
 
-    def test_every_catalogue_entry_gets_the_same_verdict(self, python, kept_run, banking77_dir, tmp_path):
+    def test_every_catalogue_entry_gets_the_same_verdict(self, python, banking77_dir):
         """tests/test_catalogue.py holds every wrong answer to its message and every right answer to
         full marks; here it runs in the platform's environment (without our pins' pytest plugins),
         or its last pass is read back when nothing it reads has changed (kept_pass)."""
-        printed = kept_pass(kept_run, banking77_dir, tmp_path, f"catalogue-on-{self.name}", python,
+        printed = kept_pass(banking77_dir, f"catalogue-on-{self.name}", python,
                             lambda env: _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider",
                                              "-q", "-W", "ignore::DeprecationWarning", "tests/test_catalogue.py",
                                              "-k", "not TestStudentEdition", env=env))
@@ -264,12 +249,12 @@ class ReleaseAloneOnPlatform(PlatformPython):
     parallel suite runs it beside the platform's other tests (it takes the longest)."""
 
     def test_every_release_notebook_alone_fetches_the_edition_and_passes_with_the_model_answers(
-            self, python, edition, kept_run, banking77_dir, tmp_path):
+            self, python, edition, banking77_dir):
         """tests/test_release_alone.py, run by the platform's Python against the edition served as
         a git repository, with the platform's module standing in the kernel; or its last pass read
         back when nothing it reads has changed (kept_pass: the edition is published from the
         checkout)."""
-        printed = kept_pass(kept_run, banking77_dir, tmp_path, f"release-alone-on-{self.name}", python,
+        printed = kept_pass(banking77_dir, f"release-alone-on-{self.name}", python,
                             lambda env: _run(python, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider",
                                              "-q", "tests/test_release_alone.py", env={
                                                  **env, "COURSE_EDITION": str(edition),
