@@ -114,7 +114,7 @@ def ours(submissions, work, name, timeout, workers=None, scheduler=None, **optio
     results = autograde([submissions], work / name, GradingOptions(timeout=timeout, **options), workers=workers,
                         scheduler=scheduler, echo=lambda line: None)
     seconds, cores = time.perf_counter() - start, load.cores(everyone=True)
-    return seconds, [r["seconds"] for r in results.values()], cores, _cpu_seconds(seconds, cores)
+    return seconds, [r.seconds for r in results.values()], cores, _cpu_seconds(seconds, cores)
 
 
 def on_dask(submissions, work, name, timeout, workers):
@@ -321,7 +321,7 @@ def breakdown(warm, timeout, sections=SECTIONS, sandboxed=True):
                      "the rest (nbgrader, grader)": graded - started - start_kernel - imports - cells - checks
                      - judged.seconds,
                      "feedback": finished - graded, "total": finished - started,
-                     "score": f"{result['score']:g}/{result['max_score']:g}"})
+                     "score": f"{result.score:g}/{result.max_score:g}"})
     return rows
 
 

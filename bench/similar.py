@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from bench.tables import BENCHMARKS, sections, table, write_section  # noqa: E402
 from grader import similar  # noqa: E402
 from grader.course import SECTIONS, nbgrader_info  # noqa: E402
+from grader.result import Result  # noqa: E402
 from grader.sample_class import CLASS, _answer_cells, catalogue_variant  # noqa: E402
 
 MEASURED = ["bench/similar.py", "grader/similar.py", "grader/sample_class.py", "grader/catalogue/*.py",
@@ -173,8 +174,8 @@ def _write(path, notebook):
 
 
 def class_results(folder):
-    """What grader.similar.write_similar reads of a class's results: student, section, notebook."""
-    return {f"{p.parent.name}/{p.name}": {"student": p.parent.name, "section": p.stem, "notebook": str(p)}
+    """The Results (grader.result) that grader.similar.write_similar reads: student, section, notebook."""
+    return {f"{p.parent.name}/{p.name}": Result(str(p), p.stem, p.parent.name)
             for p in sorted(Path(folder).glob("*/*.ipynb")) if p.stem in SECTIONS}
 
 

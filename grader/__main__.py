@@ -199,22 +199,22 @@ def check(args):
         print(f"cannot grade {args.notebook}: {error}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(result, indent=1))
+        print(json.dumps(result.to_json(), indent=1))
         return 0
-    print(f"{result['notebook']} ({result['section']})")
-    for note in result["repairs"]:
+    print(f"{result.notebook} ({result.section})")
+    for note in result.repairs:
         print(f"  repaired: {note}")
-    for note in result["interrupted"]:
+    for note in result.interrupted:
         print(f"  {note}")
-    for note in result["flags"]:
+    for note in result.flags:
         print(f"  flagged: {note}")
-    width = max(len(t["grade_id"]) for t in result["tasks"])
-    for task in result["tasks"]:
-        verdict = task["message"].splitlines()[0] if task["message"] else \
-            "passed" if task["score"] == task["max_score"] else "failed, and nbgrader gave no reason"
-        print(f"  {task['grade_id']:<{width}}  {task['score']:g}/{task['max_score']:g}  {verdict}")
-    print(f"score {result['score']:g}/{result['max_score']:g} "
-          f"(+ {result['written_max_score']:g} points of written answers, graded by hand)")
+    width = max(len(t.grade_id) for t in result.tasks)
+    for task in result.tasks:
+        verdict = task.message.splitlines()[0] if task.message else \
+            "passed" if task.score == task.max_score else "failed, and nbgrader gave no reason"
+        print(f"  {task.grade_id:<{width}}  {task.score:g}/{task.max_score:g}  {verdict}")
+    print(f"score {result.score:g}/{result.max_score:g} "
+          f"(+ {result.written_max_score:g} points of written answers, graded by hand)")
     return 0
 
 

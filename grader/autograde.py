@@ -22,6 +22,7 @@ from pathlib import Path
 
 from grader import export, fingerprint, results as results_store, schedule, worker
 from grader.options import GradingOptions
+from grader.result import Result
 
 # A file name's student id: what comes before the first "_" or ".", e.g. ada_01-heads.ipynb -> ada.
 # LMS exports differ; pass --pattern with a named group (?P<student>...) for yours.
@@ -99,9 +100,8 @@ def _held(submissions):
             for submission in group:
                 error = (f"not graded: {student} has {len(group)} notebooks of {section} ({names}); "
                          "remove all but one and grade again")
-                held[f"{student}/{submission.path.name}"] = {
-                    **worker.failed(submission.path, error, grader_failure=True, section=section), "student": student,
-                    "seconds": 0.0, "held": True}
+                held[f"{student}/{submission.path.name}"] = Result(
+                    str(submission.path), section, student, error=error, grader_failure=True, held=True)
     return held
 
 
@@ -132,7 +132,7 @@ def autograde(inputs, out, options=GradingOptions(), workers=None, pattern=DEFAU
     results = results_store.settled(store)
     versions = fingerprint.grading_versions(options)
     held = _held(submissions)
-    for key in [k for k, r in results.items() if r.get("held")]:
+    for key in [k for k, r in results.items() if r.held]:
         del results[key]  # held in a run before: this run's files decide again
     results.update(held)
     todo = to_grade(submissions, held, results, versions)
@@ -157,17 +157,18 @@ def autograde(inputs, out, options=GradingOptions(), workers=None, pattern=DEFAU
 
 
 def write_as_graded(graded, count, out, store, results, versions):
-    """Write each of the `count` results of `graded` ((item, result) as each notebook finishes) as
-    it comes: its feedback page, the class's gradebook, `results` and the store's journal, a line on
-    the progress bar; then `store` whole (grader.results)."""
+    """Write each of the `count` notebooks of `graded` ((item, worker.Graded) as each finishes) as
+    it comes: its feedback page, the class's gradebook, its Result in `results` and the store's
+    journal, a line on the progress bar; then `store` whole (grader.results)."""
     from tqdm.auto import tqdm
     from grader import gradebook
     with tqdm(total=count, unit="notebook", desc="grading") as bar, results_store.Recording(store, results) as add:
-        for (key, submission, digest), result in graded:
-            result["section"] = result["section"] or submission.section  # a failed one's too
-            _write_feedback(out, result)
-            gradebook.record(out, result)
-            result.update(sha256=digest, version=versions.get(result.get("section")))
+        for (key, submission, digest), done in graded:
+            section = done.result.section or submission.section  # a failed one's too
+            result = replace(done.result, notebook=str(submission.path), section=section, sha256=digest,
+                             version=versions.get(section))
+            result = replace(result, feedback=_write_feedback(out, result, done.feedback_html))
+            gradebook.record(out, result, done.files)
             add(key, result)
             bar.write(_line(result))
             bar.update(1)
@@ -184,31 +185,32 @@ def to_grade(submissions, held, results, versions):
             continue
         digest = _sha256(submission.path)
         previous = results.get(key)
-        if (previous and previous.get("sha256") == digest and not previous.get("grader_failure")
-                and previous.get("version") == versions.get(previous.get("section"))):
+        if (previous and previous.sha256 == digest and not previous.grader_failure
+                and previous.version == versions.get(previous.section)):
             continue
         todo.append((key, submission, digest))
     return todo
 
 
 def _line(result):
-    where = f"{result['student']} {Path(result['notebook']).name}"
-    if result["error"]:
-        score = "not graded" if result.get("grader_failure") else "0 points"
-        return f"{where}: {score} - {result['error'].splitlines()[0]}"
-    repaired = f"; repaired: {', '.join(result['repairs'])}" if result["repairs"] else ""
-    stopped = "".join(f"; {note}" for note in [*result["interrupted"], *result.get("flags", [])])
-    return f"{where}: {result['score']:g}/{result['max_score']:g} ({result['seconds']:.0f} s{repaired}{stopped})"
+    where = f"{result.student} {Path(result.notebook).name}"
+    if result.error:
+        score = "not graded" if result.grader_failure else "0 points"
+        return f"{where}: {score} - {result.error.splitlines()[0]}"
+    repaired = f"; repaired: {', '.join(result.repairs)}" if result.repairs else ""
+    stopped = "".join(f"; {note}" for note in [*result.interrupted, *result.flags])
+    return f"{where}: {result.score:g}/{result.max_score:g} ({result.seconds:.0f} s{repaired}{stopped})"
 
 
-def _write_feedback(out, result):
-    html = result.pop("feedback_html")
-    name = result["section"] or Path(result["notebook"]).stem
-    folder = out / "feedback" / result["student"] / name  # nbgrader's layout
+def _write_feedback(out, result, html):
+    """Write the feedback page `html` (nbgrader's; None for a notebook not graded, which gets a
+    page saying why) where nbgrader keeps it in `out`; returns its path there."""
+    name = result.section or Path(result.notebook).stem
+    folder = out / "feedback" / result.student / name  # nbgrader's layout
     folder.mkdir(parents=True, exist_ok=True)
     if html is None:
         from html import escape
-        html = (f"<html><body><h1>{escape(Path(result['notebook']).name)}</h1><p>This submission "
-                f"could not be graded and scores 0:</p><pre>{escape(result['error'])}</pre></body></html>")
+        html = (f"<html><body><h1>{escape(Path(result.notebook).name)}</h1><p>This submission "
+                f"could not be graded and scores 0:</p><pre>{escape(result.error)}</pre></body></html>")
     (folder / f"{name}.html").write_text(html)
-    result["feedback"] = str((folder / f"{name}.html").relative_to(out))
+    return str((folder / f"{name}.html").relative_to(out))

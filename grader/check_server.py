@@ -37,10 +37,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from grader import fingerprint
 from grader.course import ROOT
+from grader.result import Result
 from grader.sandbox import PASSED_ON
 
 IDLE = 900  # seconds a server waits for a check before it stops
@@ -181,7 +183,7 @@ def serve(server_key, options, idle=IDLE):
                 connection.settimeout(10)
                 try:
                     request = json.loads(_read_all(connection))
-                    reply = {"result": course.grade(request["notebook"])}
+                    reply = {"result": course.grade(request["notebook"]).to_json()}
                 except NotGradable as error:
                     reply = {"not_gradable": str(error)}
                 except Exception as error:  # the check falls back to grading in its own process
@@ -227,8 +229,8 @@ def _start(folder, server_key, options):
 
 
 def grade(notebook, options):
-    """Grade `notebook` in the server of these `options`, starting one if none runs: the result
-    dict of `grader check --json`. Raises NotGradable for a file no grader can grade, and
+    """Grade `notebook` in the server of these `options`, starting one if none runs: its Result
+    (grader.result). Raises NotGradable for a file no grader can grade, and
     Unusable when no server could answer."""
     server_key = key(options)
     folder = _Folder(base_folder())
@@ -264,4 +266,4 @@ def grade(notebook, options):
         raise NotGradable(reply["not_gradable"])
     if "result" not in reply:
         raise Unusable(f"the check server could not grade: {reply.get('error', reply)}")
-    return dict(reply["result"], notebook=str(notebook))
+    return replace(Result.from_json(reply["result"]), notebook=str(notebook))

@@ -27,6 +27,7 @@ from distributed.scheduler import KilledWorker
 
 from grader import fingerprint, schedule
 from grader import worker as grading_worker  # Dask names its plugins' argument `worker`
+from grader.result import Result
 from grader.schedule import ClusterError
 
 
@@ -93,9 +94,8 @@ def grade_sent(student, name, data):
     Never raises, as worker.grade."""
     with _one_at_a_time:
         if not grading_worker.running():
-            return {**grading_worker.failed(name, "grader failure: this Dask worker has no grading course "
-                                              "(its log says why)", grader_failure=True),
-                    "student": student, "seconds": 0.0}
+            return grading_worker.Graded(Result.grader_failed(
+                name, student, "this Dask worker has no grading course (its log says why)"))
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / name
             path.write_bytes(data)
@@ -113,7 +113,7 @@ def _zipped(folder):
 
 def grade(address, todo, start, versions, echo=print):
     """Grade `todo` ([(key, Submission, sha256)]) on the cluster whose scheduler is at `address`;
-    `start` are worker.start's arguments. Yields (item, result) as each finishes.
+    `start` are worker.start's arguments. Yields (item, worker.Graded) as each finishes.
 
     The cluster holds one notebook per worker thread at a time, the next one chosen as the local
     pool chooses (schedule.next_longest: the longest expected first). Handed every notebook at once,
@@ -154,17 +154,15 @@ def grade(address, todo, start, versions, echo=print):
             for job in finished:
                 item = running.pop(job)
                 try:
-                    result = job.result()
+                    graded = job.result()
                 except KilledWorker:
-                    result = {**grading_worker.failed(item[1].path, "grader failure: the Dask workers grading this "
-                                                  "notebook died each time", grader_failure=True),
-                              "student": item[1].student, "seconds": 0.0}
+                    graded = grading_worker.Graded(Result.grader_failed(
+                        item[1].path, item[1].student, "the Dask workers grading this notebook died each time"))
                 job.release()
-                seconds.setdefault(schedule.section_order(item[1].section), []).append(result["seconds"])
+                seconds.setdefault(schedule.section_order(item[1].section), []).append(graded.result.seconds)
                 hand_out()  # before the result is written: no worker waits for the instructor's disk
-                result["notebook"] = str(item[1].path)
                 yielded += 1
-                yield item, result
+                yield item, graded
         except (CancelledError, FutureCancelledError, OSError) as error:  # OSError: Dask's CommClosedError
             raise ClusterError(f"the connection to the Dask scheduler at {address} was lost ({error}); "
                                f"{len(todo) - yielded} notebooks were not graded: run the same "

@@ -35,35 +35,34 @@ def write_grades(path, results, manual):
     `manual`: the grades entered by hand (grader.gradebook.manual_grades); one given to an
     autograded task replaces its score. A written answer is empty until graded."""
     from grader.gradebook import written_questions
-    graded = [r for r in results.values() if not r["error"]]
+    graded = [r for r in results.values() if not r.error]
     tasks = {}  # section -> task ids in notebook order, from its most complete submission
     for result in graded:
-        if len(result["tasks"]) > len(tasks.get(result["section"], [])):
-            tasks[result["section"]] = [t["grade_id"] for t in result["tasks"]]
+        if len(result.tasks) > len(tasks.get(result.section, [])):
+            tasks[result.section] = [t.grade_id for t in result.tasks]
     columns = [f"{section}:{name}" for section in sorted(tasks, key=SECTIONS.index)
                for name in tasks[section] + written_questions(section) + ["total"]]
-    rows = {r["student"]: {"student": r["student"], "waiting": [], "problems": []} for r in results.values()}
+    rows = {r.student: {"student": r.student, "waiting": [], "problems": []} for r in results.values()}
     for result in results.values():  # the grader's failure is not the student's zero: no score at all
-        if result.get("grader_failure"):
-            rows[result["student"]].update({c: "" for c in columns if c.startswith(f"{result['section']}:")})
-    for result in sorted(graded, key=lambda r: SECTIONS.index(r["section"])):
-        row, section = rows[result["student"]], result["section"]
-        by_hand = manual.get((result["student"], section), {})
-        for task in result["tasks"]:
-            points, _ = by_hand.get(task["grade_id"], (None, False))
-            row[f"{section}:{task['grade_id']}"] = task["score"] if points is None else points
+        if result.grader_failure:
+            rows[result.student].update({c: "" for c in columns if c.startswith(f"{result.section}:")})
+    for result in sorted(graded, key=lambda r: SECTIONS.index(r.section)):
+        row, section = rows[result.student], result.section
+        by_hand = manual.get((result.student, section), {})
+        for task in result.tasks:
+            points, _ = by_hand.get(task.grade_id, (None, False))
+            row[f"{section}:{task.grade_id}"] = task.score if points is None else points
         for question in written_questions(section):
             points, waiting = by_hand.get(question, (None, True))
             row[f"{section}:{question}"] = "" if points is None else points
             if waiting:
                 row["waiting"].append(f"{section}:{question}")
         row[f"{section}:total"] = sum(row[f"{section}:{name}"] or 0.0 for name in
-                                      [t["grade_id"] for t in result["tasks"]] + written_questions(section))
-    for result in sorted(results.values(), key=lambda r: (r["section"] is None, schedule.section_order(r["section"]), r["notebook"])):
-        name = Path(result["notebook"]).name
-        problems = [result["error"]] if result["error"] else [*result.get("interrupted", []),
-                                                               *result.get("flags", [])]
-        rows[result["student"]]["problems"] += [f"{name}: {problem}" for problem in problems]
+                                      [t.grade_id for t in result.tasks] + written_questions(section))
+    for result in sorted(results.values(), key=lambda r: (r.section is None, schedule.section_order(r.section), r.notebook)):
+        name = Path(result.notebook).name
+        problems = [result.error] if result.error else [*result.interrupted, *result.flags]
+        rows[result.student]["problems"] += [f"{name}: {problem}" for problem in problems]
     with open(path, "w", newline="") as f:
         # every cell quoted, and text a spreadsheet would run as a formula made plain text (OWASP's
         # advice on CSV injection): a student id or a file name is the student's to choose

@@ -108,12 +108,11 @@ def sections_copy(folder, target):
     return Path(target)
 
 
-def record(folder, result):
-    """Put one graded submission into the course folder: its notebooks, and its scores in the
-    gradebook. Takes the worker's notebooks out of `result` ("graded_files")."""
+def record(folder, result, files):
+    """Put one submission into the course folder: its student, and when it was graded its
+    notebooks (`files`, worker.Graded's) and its Result's scores in the gradebook."""
     folder = Path(folder)
-    student, section = result["student"], result["section"]
-    files = result.pop("graded_files", None)
+    student, section = result.student, result.section
     with _gradebook(folder) as gradebook:
         gradebook.update_or_create_student(student)
         if not files:
@@ -130,7 +129,7 @@ def record(folder, result):
             gradebook.find_submission(section, student)
         except MissingEntry:
             gradebook.add_submission(section, student)
-        scores = {t["grade_id"]: t["score"] for t in result["tasks"]}
+        scores = {t.grade_id: t.score for t in result.tasks}
         for grade in gradebook.find_submission_notebook(section, section, student).grades:
             if grade.name in written_questions(section):  # graded by hand, again if the student rewrote it
                 answer = now.get(grade.name)

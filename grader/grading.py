@@ -28,6 +28,7 @@ from grader import judge, nbconfig, recordings, release, sandbox
 from grader.warm_kernel import WarmKernels, kernel_spec, use_warm_kernels
 from grader.course import ROOT, SOLUTIONS, nbgrader_info, solution_notebook
 from grader.options import GradingOptions
+from grader.result import Result, Task
 
 # nbgrader's gradebook trips SQLAlchemy warnings that say nothing to a student or instructor.
 warnings.filterwarnings("ignore", module="nbgrader.api")
@@ -188,7 +189,8 @@ class GradingCourse:
             self.registered.add(section)
 
     def grade(self, path, student="self"):
-        """Autograde one notebook; returns the result dict of `python -m grader check --json`."""
+        """Autograde one notebook of `student`: its Result (grader.results), as `python -m grader
+        check` prints it."""
         notebook = read_notebook(path)
         section = identify(notebook)
         self.register(section)
@@ -216,17 +218,15 @@ class GradingCourse:
             verdict = verdicts.get(grade_id)
             message = ("not graded: its check cell did not run" if verdict is None else
                        "" if verdict["passed"] else ": ".join(verdict["error"]))
-            tasks.append({"grade_id": grade_id, "score": float(points) if verdict and verdict["passed"] else 0.0,
-                          "max_score": float(points), "message": message})
+            tasks.append(Task(grade_id, float(points) if verdict and verdict["passed"] else 0.0, float(points), message))
             if verdict and verdict["in_notebook"] != verdict["passed"]:
                 flags.append(f"{grade_id} {'passed' if verdict['in_notebook'] else 'failed'} in the notebook "
                              f"but {'passes' if verdict['passed'] else 'fails'} the grader's check "
                              "(the submission may interfere with its checks)")
         self._record(section, student, tasks)
-        return {"notebook": str(path), "section": section, "repairs": repairs,
-                "interrupted": _interrupted_cells(graded, self.options.timeout), "flags": flags,
-                "score": sum(t["score"] for t in tasks), "max_score": sum(t["max_score"] for t in tasks),
-                "written_max_score": float(judge.written_points(section)), "tasks": tasks}
+        return Result(str(path), section, student, tuple(tasks), float(judge.written_points(section)),
+                      repairs=tuple(repairs), interrupted=tuple(_interrupted_cells(graded, self.options.timeout)),
+                      flags=tuple(flags))
 
     def _autograde(self, section, student):
         """nbgrader's autograde of the submission; returns its outcome, the judge's verdicts
@@ -245,7 +245,7 @@ class GradingCourse:
         """Write the judge's scores over this submission's grades in the gradebook, which its
         kernel could reach: the feedback page then shows the judge's scores, and no extra credit."""
         from nbgrader.api import Gradebook
-        scores = {t["grade_id"]: t["score"] for t in tasks}
+        scores = {t.grade_id: t.score for t in tasks}
         with Gradebook(f"sqlite:///{self.db}") as gradebook:
             for grade in gradebook.find_submission_notebook(section, section, student).grades:
                 grade.extra_credit = None

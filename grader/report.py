@@ -56,31 +56,31 @@ def count(results, catalogued):
     """The class's Counts: its results sorted into graded and not, each task's pass rate, its failure
     messages grouped by shape (numbers aside) and named from `catalogued`
     (grader.recordings.catalogued_mistakes()), and the tasks handed in as released."""
-    in_order = sorted(results.values(), key=lambda r: (r["student"], Path(r["notebook"]).name))
-    counts = Counts(len(results), graded=[r for r in in_order if not r["error"]],
-                    broken=[r for r in in_order if r["error"] and not r.get("grader_failure")],
-                    held=[r for r in in_order if r.get("held")],
-                    failed=[r for r in in_order if r.get("grader_failure") and not r.get("held")])
+    in_order = sorted(results.values(), key=lambda r: (r.student, Path(r.notebook).name))
+    counts = Counts(len(results), graded=[r for r in in_order if not r.error],
+                    broken=[r for r in in_order if r.error and not r.grader_failure],
+                    held=[r for r in in_order if r.held],
+                    failed=[r for r in in_order if r.grader_failure and not r.held])
     for result in counts.graded:
-        for task in result["tasks"]:
-            key = (result["section"], task["grade_id"])
+        for task in result.tasks:
+            key = (result.section, task.grade_id)
             passed, total = counts.tasks.get(key, (0, 0))
-            counts.tasks[key] = (passed + (task["score"] == task["max_score"]), total + 1)
-            first_line = task["message"].splitlines()[0][:300] if task["message"] else ""
+            counts.tasks[key] = (passed + (task.score == task.max_score), total + 1)
+            first_line = task.message.splitlines()[0][:300] if task.message else ""
             if NOT_WRITTEN in first_line:
                 counts.unwritten[key] += 1
             elif first_line:  # the same message on other numbers is the same mistake
-                group = (task["grade_id"], message_shape(task["message"]))
+                group = (task.grade_id, message_shape(task.message))
                 counts.failures[group] += 1
                 counts.messages.setdefault(group, Counter())[first_line] += 1
-                counts.named[group] = mistake_named(catalogued, result["section"], task["grade_id"], task["message"])
+                counts.named[group] = mistake_named(catalogued, result.section, task.grade_id, task.message)
     return counts
 
 
 def plot_scores(graded, path):
     """A histogram of the graded submissions' shares of the autograded points, saved at `path`."""
     from matplotlib.figure import Figure  # not pyplot: the caller's backend and figures stay as they are
-    shares = [100 * r["score"] / r["max_score"] for r in graded if r["max_score"]]
+    shares = [100 * r.score / r.max_score for r in graded if r.max_score]
     fig = Figure(figsize=(6, 3.5))
     ax = fig.subplots()
     ax.hist(shares, bins=[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100.01], color="tab:blue", edgecolor="white")
@@ -106,14 +106,14 @@ def html_report(out, counts, written, similar):
     by_hand = "".join(f"<tr><td>{escape(s)}</td><td>{escape(t)}</td><td>{done}</td><td>{waiting}</td>"
                       f"<td>{given / done if done else 0:.1f} / {most:g}</td></tr>"
                       for s, t, done, waiting, given, most in written)
-    stopped = _listed((r, note) for r in c.graded for note in r.get("interrupted", []))
-    flagged = _listed((r, flag) for r in c.graded for flag in r.get("flags", []))
-    bad = _listed((r, r["error"]) for r in c.broken)
+    stopped = _listed((r, note) for r in c.graded for note in r.interrupted)
+    flagged = _listed((r, flag) for r in c.graded for flag in r.flags)
+    bad = _listed((r, r.error) for r in c.broken)
     ours = (f"<h2>Not graded: the grader failed</h2><p>Not the students' doing, and no score: the next "
-            f"run grades these again.</p><ul>{_listed((r, r['error']) for r in c.failed)}</ul>" if c.failed else "")
+            f"run grades these again.</p><ul>{_listed((r, r.error) for r in c.failed)}</ul>" if c.failed else "")
     waiting = (f"<h2>Held: a student handed in two notebooks of one section</h2><p>Neither is graded: "
                f"which one counts is yours to say. Remove the others; the next run grades the one left."
-               f"</p><ul>{_listed((r, r['error']) for r in c.held)}</ul>" if c.held else "")
+               f"</p><ul>{_listed((r, r.error) for r in c.held)}</ul>" if c.held else "")
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>Class report</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:.2em .6em;text-align:left}}
 tr:nth-child(even){{background:#f3f3f3}}</style></head><body>
@@ -155,5 +155,5 @@ def mistake_named(catalogued, section, grade_id, message):
 
 def _listed(pairs):
     """A list item per (result, note): who, which notebook, what."""
-    return "".join(f"<li>{escape(r['student'])}, {escape(Path(r['notebook']).name)}: {escape(note)}</li>"
+    return "".join(f"<li>{escape(r.student)}, {escape(Path(r.notebook).name)}: {escape(note)}</li>"
                    for r, note in pairs)

@@ -1,10 +1,12 @@
-"""The class's results store: results.json, keyed by student and notebook, and beside it its
-journal results.jsonl. Each result is appended to the journal the moment it arrives, so that a
-run killed midway loses nothing already graded; results.json is written whole once, at the end of
-the run (for a class of thousands, writing it after every notebook would take longer than the
-grading)."""
+"""The class's results store: results.json, the Result of each notebook (grader.result) keyed by
+student and notebook, and beside it its journal results.jsonl. Each result is appended to the
+journal the moment it arrives, so that a run killed midway loses nothing already graded;
+results.json is written whole once, at the end of the run (for a class of thousands, writing it
+after every notebook would take longer than the grading)."""
 
 import json
+
+from grader.result import Result
 
 
 def journal(store):
@@ -13,16 +15,17 @@ def journal(store):
 
 
 def load(store):
-    """The results in `store`, with those its journal holds from a run stopped before it wrote them
-    there."""
+    """The results in `store` ({key: Result}), with those its journal holds from a run stopped
+    before it wrote them there."""
     results = json.loads(store.read_text()) if store.is_file() else {}
+    results = {key: Result.from_json(result) for key, result in results.items()}
     if journal(store).is_file():
         for line in journal(store).read_text().splitlines():
             try:
                 key, result = json.loads(line)
             except ValueError:  # the last line, cut off where the run was killed
                 continue
-            results[key] = result
+            results[key] = Result.from_json(result)
     return results
 
 
@@ -37,9 +40,10 @@ def settled(store):
 
 
 def save(store, results):
-    """Write `results` whole into `store`, in place of what it held only once written."""
+    """Write `results` ({key: Result}) whole into `store`, in place of what it held only once
+    written."""
     partial = store.with_suffix(".tmp")
-    partial.write_text(json.dumps(results, indent=1, sort_keys=True))
+    partial.write_text(json.dumps({k: r.to_json() for k, r in results.items()}, indent=1, sort_keys=True))
     partial.replace(store)
 
 
@@ -57,7 +61,7 @@ class Recording:
 
     def add(self, key, result):
         self.results[key] = result
-        self.lines.write(json.dumps([key, result]) + "\n")
+        self.lines.write(json.dumps([key, result.to_json()]) + "\n")
         self.lines.flush()  # after each one: an interrupted run loses nothing
 
     def __exit__(self, *exc):

@@ -5,6 +5,7 @@ from concurrent.futures import FIRST_COMPLETED, wait
 
 from grader import worker
 from grader.course import SECTIONS
+from grader.result import Result
 
 
 class ClusterError(Exception):
@@ -14,8 +15,8 @@ class ClusterError(Exception):
 
 def longest_first(new_pool, todo, workers, attempts=2):
     """Grade `todo` on a pool of `workers` processes from `new_pool()`, one notebook per worker at
-    a time, always starting the one expected to take longest; yields (item, result) as each
-    finishes.
+    a time, always starting the one expected to take longest; yields (item, worker.Graded) as
+    each finishes.
 
     Long notebooks first keep a worker from starting one alone at the end while the others wait.
     A section's expected length is the mean time of its notebooks graded so far in this run.
@@ -39,18 +40,17 @@ def longest_first(new_pool, todo, workers, attempts=2):
                         running[pool.submit(worker.grade, item[1].student, str(item[1].path))] = item
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for job in finished:
-                        item, result = running[job], job.result()  # a broken pool raises here
+                        item, graded = running[job], job.result()  # a broken pool raises here
                         del running[job]
-                        seconds.setdefault(section_order(item[1].section), []).append(result["seconds"])
-                        yield item, result
+                        seconds.setdefault(section_order(item[1].section), []).append(graded.result.seconds)
+                        yield item, graded
             except BrokenProcessPool:
                 for item in running.values():
                     if tries[item[0]] < attempts:
                         waiting.append(item)
                     else:
-                        result = worker.failed(item[1].path, f"grader failure: a grading process died {attempts} "
-                                         "times while this notebook was being graded", grader_failure=True)
-                        yield item, {**result, "student": item[1].student, "seconds": 0.0}
+                        yield item, worker.Graded(Result.grader_failed(item[1].path, item[1].student, (
+                            f"a grading process died {attempts} times while this notebook was being graded")))
 
 
 def next_longest(waiting, seconds):

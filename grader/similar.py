@@ -315,10 +315,10 @@ def _by_section(results, out=None):
     in are moved, else from the file handed in."""
     found = {}
     for result in results.values():
-        if result.get("section") and not result.get("held"):
-            student, section = result["student"], result["section"]
+        if result.section and not result.held:
+            student, section = result.student, result.section
             kept = Path(out) / "submitted" / student / section / f"{section}.ipynb" if out else None
-            answers = read_answers(kept if kept and kept.is_file() else result["notebook"], section)
+            answers = read_answers(kept if kept and kept.is_file() else result.notebook, section)
             if answers is not None:
                 found.setdefault(section, {})[student] = answers
     return found

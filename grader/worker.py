@@ -3,9 +3,21 @@
 never raises: whatever happens becomes the notebook's result."""
 
 import time
+from dataclasses import dataclass, replace
+
+from grader.result import Result
 
 _course = None  # this worker's GradingCourse
 _started_with = None  # what it was started with, to start a fresh one after a grader failure
+
+
+@dataclass(frozen=True)
+class Graded:
+    """What a worker hands back for one notebook: its Result, and for the class's folder the
+    feedback page and the notebooks (grader.grading.GradingCourse.graded_files) when it was graded."""
+    result: Result
+    feedback_html: str | None = None
+    files: dict | None = None
 
 
 def start(template, options):
@@ -33,36 +45,28 @@ def stop():
 
 
 def grade(student, path, attempts=2):
-    """Grade one submission in this worker; never raises: a failure is recorded, as the student's
-    zero when the submission caused it, as a grader failure when the grader did. After a grader
-    failure the worker starts a fresh course and grades the notebook again, `attempts` in all."""
+    """Grade one submission in this worker: its Graded; never raises: a failure is recorded, as the
+    student's zero when the submission caused it, as a grader failure when the grader did. After a
+    grader failure the worker starts a fresh course and grades the notebook again, `attempts` in
+    all."""
     from grader.grading import GraderFailure, NotGradable
     started = time.perf_counter()
     try:
         try:
             result = _course.grade(path, student=student)
-            result["error"] = ""
-            result["feedback_html"] = _course.feedback_html(result["section"], student)
-            result["graded_files"] = _course.graded_files(result["section"], student)
+            graded = Graded(result, _course.feedback_html(result.section, student),
+                            _course.graded_files(result.section, student))
         except Exception:
             _course.check_own_files()  # a gradebook it cannot read fails whatever it grades: not the student's doing
             raise
     except NotGradable as error:
-        result = failed(path, str(error))
+        graded = Graded(Result(str(path), None, student, error=str(error)))
     except GraderFailure as error:
         if attempts > 1:
             _course.close()
             start(*_started_with)
             return grade(student, path, attempts - 1)
-        result = failed(path, f"grader failure: {error}", grader_failure=True)
+        graded = Graded(Result.grader_failed(path, student, error))
     except Exception as error:  # an nbgrader crash: record it and go on
-        result = failed(path, f"grading failed: {type(error).__name__}: {error}")
-    result["student"] = student
-    result["seconds"] = round(time.perf_counter() - started, 2)
-    return result
-
-
-def failed(path, error, grader_failure=False, section=None):
-    """The result of a notebook not graded: no tasks, no points, `error` saying why."""
-    return {"notebook": str(path), "section": section, "score": 0.0, "max_score": 0.0, "tasks": [],
-            "error": error, "grader_failure": grader_failure, "feedback_html": None}
+        graded = Graded(Result(str(path), None, student, error=f"grading failed: {type(error).__name__}: {error}"))
+    return replace(graded, result=replace(graded.result, seconds=round(time.perf_counter() - started, 2)))

@@ -12,6 +12,7 @@ import threading
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from grader import results as results_store
 from grader.course import SECTIONS
 from grader.gradebook import written_questions
 from grader.options import GradingOptions
+from grader.result import Result, Task
 
 
 # --- collecting submissions ------------------------------------------------------------------
@@ -95,13 +97,10 @@ class StandInCourse:
             raise RuntimeError(spec["crash"])
         if "grader_fails" in spec:
             raise grading.GraderFailure(spec["grader_fails"])
-        tasks = [{"grade_id": f"test_{name}", "score": float(points), "max_score": 2.0,
-                  "message": "" if points == 2 else f"AssertionError: {name} is wrong"}
-                 for name, points in spec["scores"].items()]
-        return {"notebook": str(path), "section": spec["section"], "repairs": spec.get("repairs", []),
-                "interrupted": spec.get("interrupted", []), "flags": spec.get("flags", []), "tasks": tasks,
-                "score": sum(t["score"] for t in tasks), "max_score": 2.0 * len(tasks),
-                "written_max_score": 4.0}
+        tasks = tuple(Task(f"test_{name}", float(points), 2.0, "" if points == 2 else f"AssertionError: {name} is wrong")
+                      for name, points in spec["scores"].items())
+        return Result(str(path), spec["section"], student, tasks, 4.0, repairs=tuple(spec.get("repairs", [])),
+                      interrupted=tuple(spec.get("interrupted", [])), flags=tuple(spec.get("flags", [])))
 
     def feedback_html(self, section, student="self"):
         return f"<html>feedback for {student}, {section}</html>"
@@ -116,11 +115,12 @@ def test_a_worker_returns_the_course_result_with_its_student_time_and_feedback(m
     monkeypatch.setattr(worker, "_course", StandInCourse())
     clock = iter([100.0, 103.14159])
     monkeypatch.setattr(worker.time, "perf_counter", lambda: next(clock))
-    result = worker.grade("ada", str(notebook))
-    assert result["student"] == "ada" and result["error"] == "" and result["score"] == 2.0
-    assert result["feedback_html"] == "<html>feedback for ada, 01-heads</html>"
-    assert result["graded_files"] == {"submitted": "ada's 01-heads", "autograded": "ada's 01-heads, graded"}
-    assert result["seconds"] == 3.14
+    graded = worker.grade("ada", str(notebook))
+    result = graded.result
+    assert result.student == "ada" and result.error == "" and result.score == 2.0
+    assert graded.feedback_html == "<html>feedback for ada, 01-heads</html>"
+    assert graded.files == {"submitted": "ada's 01-heads", "autograded": "ada's 01-heads, graded"}
+    assert result.seconds == 3.14
 
 
 @pytest.mark.parametrize("spec, error", [
@@ -131,10 +131,9 @@ def test_a_worker_records_a_failure_as_a_zero_with_the_reason_and_goes_on(monkey
     notebook = tmp_path / "ada_01-heads.ipynb"
     notebook.write_text(json.dumps(spec))
     monkeypatch.setattr(worker, "_course", StandInCourse())
-    result = worker.grade("ada", str(notebook))
-    assert result == {"notebook": str(notebook), "section": None, "score": 0.0, "max_score": 0.0,
-                      "tasks": [], "error": error, "grader_failure": False, "feedback_html": None,
-                      "student": "ada", "seconds": result["seconds"]}
+    graded = worker.grade("ada", str(notebook))
+    assert graded == worker.Graded(Result(str(notebook), None, "ada", error=error, seconds=graded.result.seconds))
+    assert (graded.result.score, graded.result.max_score) == (0.0, 0.0)
 
 
 def _restarting(monkeypatch, first, fresh):
@@ -156,14 +155,14 @@ def test_a_worker_records_the_graders_own_failure_as_such_after_a_fresh_course_f
             raise grading.GraderFailure("the warm-kernel server stopped twice")
     first, fresh = FailingCourse(), FailingCourse()
     restarts = _restarting(monkeypatch, first, fresh)
-    result = worker.grade("ada", str(tmp_path / "ada_01-heads.ipynb"))
-    assert result == {"notebook": str(tmp_path / "ada_01-heads.ipynb"), "section": None, "score": 0.0,
-                      "max_score": 0.0, "tasks": [], "error": "grader failure: the warm-kernel server stopped twice",
-                      "grader_failure": True, "feedback_html": None, "student": "ada", "seconds": result["seconds"]}
+    graded = worker.grade("ada", str(tmp_path / "ada_01-heads.ipynb"))
+    assert graded == worker.Graded(Result(str(tmp_path / "ada_01-heads.ipynb"), None, "ada", grader_failure=True,
+                                          error="grader failure: the warm-kernel server stopped twice",
+                                          seconds=graded.result.seconds))
     assert restarts == [("template", 30, 1024, None, True)] and (first.closed, fresh.closed) == (1, 0)
     assert worker._course is fresh
-    result = worker.grade("ada", str(tmp_path / "ada_01-heads.ipynb"), attempts=3)
-    assert result["grader_failure"] and len(restarts) == 3  # two more: one per attempt after the first
+    result = worker.grade("ada", str(tmp_path / "ada_01-heads.ipynb"), attempts=3).result
+    assert result.grader_failure and len(restarts) == 3  # two more: one per attempt after the first
 
 
 def test_a_gradebook_the_worker_cannot_read_is_its_failure_and_a_fresh_course_grades(monkeypatch, tmp_path):
@@ -176,18 +175,18 @@ def test_a_gradebook_the_worker_cannot_read_is_its_failure_and_a_fresh_course_gr
     first, fresh = BrokenCourse(), StandInCourse()
     first.broken = True
     restarts = _restarting(monkeypatch, first, fresh)
-    result = worker.grade("ada", str(notebook))
-    assert result["error"] == "" and result["score"] == 2.0 and not result.get("grader_failure")
+    result = worker.grade("ada", str(notebook)).result
+    assert result.error == "" and result.score == 2.0 and not result.grader_failure
     assert restarts == [("template", 30, 1024, None, True)] and fresh.graded == [("ada", "ada_01-heads.ipynb")]
     # still broken after the restart: no score at all, graded again next run; the message names the file
     fresh.broken, fresh.grade = True, first.grade
-    result = worker.grade("ada", str(notebook))
-    assert result["grader_failure"] and result["score"] == 0.0
-    assert result["error"] == "grader failure: this worker's gradebook gradebook.db cannot be read (file is not a database)"
+    result = worker.grade("ada", str(notebook)).result
+    assert result.grader_failure and result.score == 0.0
+    assert result.error == "grader failure: this worker's gradebook gradebook.db cannot be read (file is not a database)"
     # a sound gradebook: the submission's own failure stays its zero, with no restart
     fresh.broken = False
-    result = worker.grade("ada", str(notebook))
-    assert not result["grader_failure"] and result["error"].startswith("nbgrader could not grade it")
+    result = worker.grade("ada", str(notebook)).result
+    assert not result.grader_failure and result.error.startswith("nbgrader could not grade it")
     assert len(restarts) == 2
 
 
@@ -229,15 +228,16 @@ def test_a_worker_course_is_warm_or_fresh_sandboxed_or_not_as_asked(monkeypatch)
 
 
 def test_a_submission_failure_is_the_students_zero_unless_said_otherwise(tmp_path):
-    assert worker.failed(tmp_path / "ada_01-heads.ipynb", "the file is empty")["grader_failure"] is False
-    assert worker.failed(tmp_path / "ada_01-heads.ipynb", "it broke", grader_failure=True)["grader_failure"] is True
+    assert Result(str(tmp_path / "ada_01-heads.ipynb"), None, error="the file is empty").grader_failure is False
 
 
 def test_a_progress_line_reads_a_result_of_an_older_run_with_no_flags():
-    result = {"student": "ada", "notebook": "in/ada_01-heads.ipynb", "error": "", "score": 7.0, "max_score": 9.0,
-              "seconds": 2.4, "repairs": [], "interrupted": ["cell 5 stopped after 60 s"]}
+    result = Result.from_json({"student": "ada", "notebook": "in/ada_01-heads.ipynb", "error": "", "score": 7.0,
+                               "max_score": 9.0, "seconds": 2.4, "repairs": [], "section": "01-heads",
+                               "tasks": [{"grade_id": "test_a", "score": 7.0, "max_score": 9.0, "message": "no"}],
+                               "interrupted": ["cell 5 stopped after 60 s"]})
     assert autograde._line(result) == "ada ada_01-heads.ipynb: 7/9 (2 s; cell 5 stopped after 60 s)"
-    assert autograde._line({**result, "flags": ["printed a verdict"]}) == \
+    assert autograde._line(replace(result, flags=("printed a verdict",))) == \
         "ada ada_01-heads.ipynb: 7/9 (2 s; cell 5 stopped after 60 s; printed a verdict)"
 
 # --- the order of grading --------------------------------------------------------------------
@@ -263,7 +263,7 @@ def test_grading_keeps_one_notebook_per_worker_and_learns_which_section_is_longe
         with lock:
             in_flight[0] -= 1
         section = next(s for s in seconds if s in path)
-        return {"student": student, "notebook": path, "seconds": seconds[section]}
+        return worker.Graded(Result(path, section, student, seconds=seconds[section]))
 
     monkeypatch.setattr(worker, "grade", grade)
     todo = _items("ada_01-heads", "bob_01-heads", "cyd_01-heads", "ada_05-block", "bob_05-block",
@@ -275,7 +275,7 @@ def test_grading_keeps_one_notebook_per_worker_and_learns_which_section_is_longe
     assert started == ["ada_07-banking77", "ada_05-block", "ada_01-heads", "bob_01-heads",
                        "cyd_01-heads", "bob_07-banking77", "bob_05-block"]
     assert [item[0] for item, _ in finished] == started
-    assert all(result["notebook"] == str(item[1].path) for item, result in finished)
+    assert all(graded.result.notebook == str(item[1].path) for item, graded in finished)
     started.clear()
     assert len(list(schedule.longest_first(lambda: ThreadPoolExecutor(4), todo, workers=2))) == len(todo)
     assert most[0] == 2 and sorted(started) == sorted(name for name, _, _ in todo)
@@ -288,7 +288,7 @@ def test_a_free_worker_starts_the_next_notebook_without_waiting_for_the_others(m
         started = time.perf_counter()
         time.sleep(1.0 if student == "ada" else 0.01)  # ada's notebook is long
         spans[student] = (started, time.perf_counter())
-        return {"student": student, "notebook": path, "seconds": 0.0}
+        return worker.Graded(Result(path, "01-heads", student))
 
     monkeypatch.setattr(worker, "grade", grade)
     list(schedule.longest_first(lambda: ThreadPoolExecutor(2), _items("ada_01-heads", "bob_01-heads", "cyd_01-heads"),
@@ -306,18 +306,18 @@ def test_a_broken_pool_is_replaced_and_its_notebooks_graded_again_then_recorded_
         attempts[student] = attempts.get(student, 0) + 1
         if student == "ada" or (student == "bob" and attempts["bob"] == 1):
             raise BrokenProcessPool("a worker died")  # what a worker killed mid-notebook gives
-        return {"student": student, "notebook": path, "seconds": 1.0, "error": ""}
+        return worker.Graded(Result(path, "01-heads", student, seconds=1.0))
 
     def new_pool():
         pools.append(ThreadPoolExecutor(1))
         return pools[-1]
     monkeypatch.setattr(worker, "grade", grade)
-    finished = {item[0]: result for item, result in
+    finished = {item[0]: graded.result for item, graded in
                 schedule.longest_first(new_pool, _items("ada_01-heads", "bob_01-heads", "cyd_01-heads"), workers=1)}
     assert sorted(finished) == ["ada_01-heads", "bob_01-heads", "cyd_01-heads"]
-    assert attempts["ada"] == 2 and finished["ada_01-heads"]["grader_failure"] is True
-    assert finished["ada_01-heads"]["error"].startswith("grader failure: a grading process died 2 times")
-    assert finished["bob_01-heads"]["error"] == "" and finished["cyd_01-heads"]["error"] == ""
+    assert attempts["ada"] == 2 and finished["ada_01-heads"].grader_failure is True
+    assert finished["ada_01-heads"].error.startswith("grader failure: a grading process died 2 times")
+    assert finished["bob_01-heads"].error == "" and finished["cyd_01-heads"].error == ""
     assert attempts["bob"] == 2 and attempts["cyd"] == 1 and len(pools) == 4  # one, then one per break
 
 
@@ -327,12 +327,11 @@ def test_a_notebook_that_breaks_every_pool_is_recorded_whole_as_not_graded(monke
     def grade(student, path):
         raise BrokenProcessPool("a worker died")
     monkeypatch.setattr(worker, "grade", grade)
-    [(item, result)] = schedule.longest_first(lambda: ThreadPoolExecutor(1), _items("ada_01-heads"), workers=1,
+    [(item, graded)] = schedule.longest_first(lambda: ThreadPoolExecutor(1), _items("ada_01-heads"), workers=1,
                                                 attempts=3)
-    assert result == {"notebook": "ada_01-heads.ipynb", "section": None, "score": 0.0, "max_score": 0.0,
-                      "tasks": [], "grader_failure": True, "feedback_html": None, "student": "ada",
-                      "seconds": 0.0, "error": "grader failure: a grading process died 3 times while this "
-                                               "notebook was being graded"}
+    assert graded == worker.Graded(Result("ada_01-heads.ipynb", None, "ada", grader_failure=True,
+                                          error="grader failure: a grading process died 3 times while this "
+                                                "notebook was being graded"))
 
 
 def test_a_section_expected_length_is_its_mean_not_its_total():
@@ -393,8 +392,8 @@ def stand_in_class(tmp_path, monkeypatch):
         pools.append((workers, []))
         return ThreadPoolExecutor(workers, initializer=initializer, initargs=initargs)
 
-    def record(folder, result):
-        recorded.append((folder, result["student"], result["section"], result.pop("graded_files", None)))
+    def record(folder, result, files):
+        recorded.append((folder, result.student, result.section, files))
     from grader import gradebook
     monkeypatch.setattr(gradebook, "prepare",
                         lambda folder, sections, options: started.append((folder, list(sections), options)))
@@ -466,17 +465,16 @@ def test_a_class_run_writes_results_grades_feedback_and_report(stand_in_class, t
     assert sorted(results) == ["ada/ada_01-heads.ipynb", "ben/ben_01-heads.ipynb", "ben/ben_03-norms.ipynb"]
     ada, ben, broken = (results[k] for k in sorted(results))
     versions = fingerprint.grading_versions(options)
-    assert ada["sha256"] == autograde._sha256(hand_in / "ada_01-heads.ipynb")
-    assert (ada["version"], ben["version"], broken["version"]) == (versions["01-heads"],) * 2 + (versions[None],)
-    assert "feedback_html" not in ada and "graded_files" not in ada
-    assert ada["feedback"] == "feedback/ada/01-heads/01-heads.html"  # nbgrader's layout
-    assert (out / ada["feedback"]).read_text() == "<html>feedback for ada, 01-heads</html>"
+    assert ada.sha256 == autograde._sha256(hand_in / "ada_01-heads.ipynb")
+    assert (ada.version, ben.version, broken.version) == (versions["01-heads"],) * 2 + (versions[None],)
+    assert ada.feedback == "feedback/ada/01-heads/01-heads.html"  # nbgrader's layout
+    assert (out / ada.feedback).read_text() == "<html>feedback for ada, 01-heads</html>"
     # a submission that could not be graded gets a page saying why, named after its file
-    assert broken["feedback"] == "feedback/ben/ben_03-norms/ben_03-norms.html"
-    page = (out / broken["feedback"]).read_text()
+    assert broken.feedback == "feedback/ben/ben_03-norms/ben_03-norms.html"
+    page = (out / broken.feedback).read_text()
     assert "<h1>ben_03-norms.ipynb</h1>" in page and "could not be graded and scores 0" in page
     assert "&lt;cut off&gt;\nsecond line</pre>" in page and "<cut off>" not in page
-    assert json.loads((out / "results.json").read_text()) == results
+    assert {k: Result.from_json(r) for k, r in json.loads((out / "results.json").read_text()).items()} == results
     assert not list(out.glob("*.tmp"))
     printed, progress = capsys.readouterr()
     printed = printed.splitlines()
@@ -510,7 +508,7 @@ def test_a_rerun_grades_only_what_is_new_changed_or_graded_by_changed_checks(sta
     later, lines = stand_in_class(hand_in, workers=1)
     assert lines == ["4 submissions, 2 already graded, 2 to grade"]
     assert sorted(stand_in_class.course.graded) == [("ben", "ben_01-heads.ipynb"), ("cyd", "cyd_02-positions.ipynb")]
-    assert later["ben/ben_01-heads.ipynb"]["score"] == 2.0
+    assert later["ben/ben_01-heads.ipynb"].score == 2.0
     assert {k: later[k] for k in first if k != "ben/ben_01-heads.ipynb"} == \
         {k: first[k] for k in first if k != "ben/ben_01-heads.ipynb"}
     # a check of section 02 changes: its notebooks alone are graded again
@@ -571,8 +569,8 @@ def test_a_class_handed_in_as_an_lms_zip_is_unpacked_beside_the_grades_and_read_
         archive.writestr("attempt-ada-01-heads.ipynb", json.dumps({"section": "01-heads", "scores": {"split": 2}}))
     results, _ = stand_in_class(tmp_path / "week 3.zip", pattern=r"attempt-(?P<student>[a-z]+)-")
     [(key, result)] = results.items()
-    assert key == "ada/attempt-ada-01-heads.ipynb" and result["score"] == 2.0
-    assert result["notebook"] == str(stand_in_class.out / "unpacked" / "week 3" / "attempt-ada-01-heads.ipynb")
+    assert key == "ada/attempt-ada-01-heads.ipynb" and result.score == 2.0
+    assert result.notebook == str(stand_in_class.out / "unpacked" / "week 3" / "attempt-ada-01-heads.ipynb")
     # the defaults: a minute per cell, 4 GiB per kernel, warm kernels where the platform allows, sandboxed
     assert stand_in_class.started[0] == "sandbox checked"
     assert [options for _, options in stand_in_class.pools[0][1]] == [GradingOptions()]
@@ -614,7 +612,7 @@ def test_a_run_stopped_or_killed_midway_loses_no_result(stand_in_class, tmp_path
     store, real_line = stand_in_class.out / "results.json", autograde._line
 
     def stop_at_the_second(result):
-        if result["student"] == "ben":
+        if result.student == "ben":
             raise KeyboardInterrupt
         return real_line(result)
     monkeypatch.setattr(autograde, "_line", stop_at_the_second)
@@ -626,7 +624,7 @@ def test_a_run_stopped_or_killed_midway_loses_no_result(stand_in_class, tmp_path
     kept = json.loads(store.read_text())
     store.write_text(json.dumps({"ada/ada_01-heads.ipynb": kept["ada/ada_01-heads.ipynb"]}))
     journal.write_text(json.dumps(["ben/ben_01-heads.ipynb", kept["ben/ben_01-heads.ipynb"]]) + "\n" + '["cyd/cyd_01')
-    assert results_store.load(store) == kept
+    assert results_store.load(store) == {k: Result.from_json(r) for k, r in kept.items()}
     monkeypatch.setattr(autograde, "_line", real_line)
     _, lines = stand_in_class(hand_in, workers=1)
     assert lines == ["3 submissions, 2 already graded, 1 to grade"]
@@ -682,9 +680,9 @@ def test_on_a_cluster_the_submissions_go_to_its_scheduler_and_this_machine_needs
     assert started_with == options and stand_in_class.copies == [stand_in_class.out]
     assert versions == fingerprint.grading_versions(options)
     assert lines == ["2 submissions, 0 already graded, 2 to grade", "sent to the cluster"]
-    assert [results[key]["score"] for key in keys] == [2.0, 2.0]
-    assert results[keys[0]]["version"] == versions["01-heads"]
-    assert json.loads((stand_in_class.out / "results.json").read_text()) == results
+    assert [results[key].score for key in keys] == [2.0, 2.0]
+    assert results[keys[0]].version == versions["01-heads"]
+    assert {k: Result.from_json(r) for k, r in json.loads((stand_in_class.out / "results.json").read_text()).items()} == results
 
 
 # --- the grade table -------------------------------------------------------------------------
@@ -693,15 +691,13 @@ def test_a_grader_failure_blanks_the_section_of_its_content_and_no_other(tmp_pat
     """The section is the one found from the notebook's content, whatever its file is named
     (before, the file name decided, and a file named for no section got zeros)."""
     def graded(student, section):
-        return {"student": student, "section": section, "notebook": f"{student}_{section}.ipynb", "error": "",
-                "score": 2.0, "max_score": 2.0,
-                "tasks": [{"grade_id": "test_x", "score": 2.0, "max_score": 2.0, "message": ""}]}
-    failed = {"student": "ada", "error": "grader failure: it broke", "grader_failure": True,
-              "score": 0.0, "max_score": 0.0, "tasks": []}
+        return Result(f"{student}_{section}.ipynb", section, student, (Task("test_x", 2.0, 2.0),))
+
+    def failed(notebook, section):
+        return Result(notebook, section, "ada", error="grader failure: it broke", grader_failure=True)
     results = {"1": graded("ben", SECTIONS[0]), "2": graded("ben", SECTIONS[6]), "3": graded("ben", SECTIONS[3]),
-               "4": {**failed, "notebook": "ada_notes.ipynb", "section": SECTIONS[0]},
-               "5": {**failed, "notebook": f"ada_{SECTIONS[3]}.ipynb", "section": None},
-               "6": {**failed, "notebook": "ada_a.ipynb", "section": SECTIONS[2]}}
+               "4": failed("ada_notes.ipynb", SECTIONS[0]), "5": failed(f"ada_{SECTIONS[3]}.ipynb", None),
+               "6": failed("ada_a.ipynb", SECTIONS[2])}
     export.write_grades(tmp_path / "grades.csv", results, {})
     rows = {r["student"]: r for r in csv.DictReader(open(tmp_path / "grades.csv"))}
     assert rows["ada"][f"{SECTIONS[0]}:total"] == ""  # the first section too
@@ -715,9 +711,9 @@ def test_a_grader_failure_blanks_the_section_of_its_content_and_no_other(tmp_pat
 
 def test_grades_csv_puts_sections_in_course_order_and_reads_results_of_older_runs(tmp_path):
     def result(student, section, score, **extra):
-        return {"student": student, "section": section, "notebook": f"{student}_{section}.ipynb", "error": "",
-                "score": score, "max_score": 2.0, **extra,
-                "tasks": [{"grade_id": "test_x", "score": score, "max_score": 2.0, "message": ""}]}
+        return Result.from_json({"student": student, "section": section, "notebook": f"{student}_{section}.ipynb",
+                                 "error": "", "score": score, "max_score": 2.0, **extra,
+                                 "tasks": [{"grade_id": "test_x", "score": score, "max_score": 2.0, "message": ""}]})
     # results.json of an earlier version of the grader has no "interrupted" entry
     results = {"a": result("ada", SECTIONS[6], 2.0), "b": result("ada", SECTIONS[1], 1.5, interrupted=[])}
     export.write_grades(tmp_path / "grades.csv", results, {})
@@ -736,9 +732,7 @@ def test_grades_csv_takes_the_grades_entered_by_hand(tmp_path):
     first, second, third = written_questions(section)
 
     def result(student):
-        return {"student": student, "section": section, "notebook": f"{student}_{section}.ipynb", "error": "",
-                "score": 0.0, "max_score": 2.0, "tasks": [{"grade_id": "test_x", "score": 0.0, "max_score": 2.0,
-                                                           "message": "AssertionError: wrong"}]}
+        return Result(f"{student}_{section}.ipynb", section, student, (Task("test_x", 0.0, 2.0, "AssertionError: wrong"),))
     # ada: her check overruled by hand, one answer graded, one graded but rewritten since, one waiting
     manual = {("ada", section): {"test_x": (1.5, False), first: (2.0, False), second: (1.0, True), third: (None, True)}}
     export.write_grades(tmp_path / "grades.csv", {"a": result("ada"), "b": result("ben")}, manual)
@@ -765,9 +759,8 @@ def test_two_notebooks_of_one_section_for_one_student_are_held_until_one_is_remo
                                                     ("bob", "bob_03-norms.ipynb")]
     names = f"{hand_in / 'bob_01-heads.ipynb'}, {hand_in / 'bob_01-heads~.ipynb'}"
     for key in ("bob/bob_01-heads.ipynb", "bob/bob_01-heads~.ipynb"):
-        assert results[key] == {**worker.failed(hand_in / key.split("/")[1], (
-            f"not graded: bob has 2 notebooks of 01-heads ({names}); remove all but one and grade again"),
-            grader_failure=True, section="01-heads"), "student": "bob", "seconds": 0.0, "held": True}
+        assert results[key] == Result(str(hand_in / key.split("/")[1]), "01-heads", "bob", grader_failure=True, held=True, error=(
+            f"not graded: bob has 2 notebooks of 01-heads ({names}); remove all but one and grade again"))
     assert sorted(student for _, student, *_ in stand_in_class.recorded) == ["ada", "ada", "bob"]
     rows = {r["student"]: r for r in csv.DictReader(open(stand_in_class.out / "grades.csv"))}
     assert rows["bob"]["01-heads:total"] == "" and rows["bob"]["03-norms:total"] == "2.0"
@@ -777,16 +770,14 @@ def test_two_notebooks_of_one_section_for_one_student_are_held_until_one_is_remo
     (hand_in / "bob_01-heads~.ipynb").unlink()
     results, lines = stand_in_class(hand_in)
     assert lines == ["4 submissions, 3 already graded, 1 to grade"]
-    assert "bob/bob_01-heads~.ipynb" not in results and results["bob/bob_01-heads.ipynb"]["score"] == 0.0
+    assert "bob/bob_01-heads~.ipynb" not in results and results["bob/bob_01-heads.ipynb"].score == 0.0
     rows = {r["student"]: r for r in csv.DictReader(open(stand_in_class.out / "grades.csv"))}
     assert rows["bob"]["01-heads:total"] == "0.0" and rows["bob"]["problems"] == ""
 
 
 def test_a_cell_a_spreadsheet_would_run_is_quoted_and_reads_back_as_text(tmp_path):
     def result(student, notebook):
-        return {"student": student, "notebook": notebook, "section": "01-heads", "error": "", "score": 2.0,
-                "max_score": 2.0, "tasks": [{"grade_id": "test_split", "score": 2.0}], "flags": ["-flag"],
-                "interrupted": []}
+        return Result(notebook, "01-heads", student, (Task("test_split", 2.0, 2.0),), flags=("-flag",))
     students = ["=2+5+cmd|' -C calc'!A0", "+1", "-1", "@SUM(A1)", "\tx", "\ry", "ada", "a=b"]
     results = {s: result(s, f"{s}_01-heads.ipynb") for s in students}
     export.write_grades(tmp_path / "grades.csv", results, {})
@@ -820,5 +811,5 @@ def test_kept_grading_grades_only_what_changed_since_its_last_run(stand_in_class
     assert lines[0] == "2 submissions, 1 already graded, 1 to grade"
     assert stand_in_class.course.graded == [("cyd", "cyd_01-heads.ipynb")]
     assert set(results) == {"ada/ada_01-heads.ipynb", "cyd/cyd_01-heads.ipynb"}  # ben's result forgotten
-    assert (tmp_path / "second" / results["ada/ada_01-heads.ipynb"]["feedback"]).is_file()  # the kept outputs
+    assert (tmp_path / "second" / results["ada/ada_01-heads.ipynb"].feedback).is_file()  # the kept outputs
     assert "ben" not in (tmp_path / "second" / "grades.csv").read_text()

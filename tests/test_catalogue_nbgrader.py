@@ -49,8 +49,8 @@ def graded(tmp_path_factory, kept_grading):
     results, _ = kept_grading("catalogue", [folder / "class"], folder / "out", options=GradingOptions(), workers=2)
     by_key = {}
     for result in results.values():
-        kind, group, k = re.fullmatch(r"(wrong|right)-(\d+)-(\d+)", result["student"]).groups()
-        by_key[result["section"], kind, int(group), int(k)] = result
+        kind, group, k = re.fullmatch(r"(wrong|right)-(\d+)-(\d+)", result.student).groups()
+        by_key[result.section, kind, int(group), int(k)] = result
     return {key: (entries[key], by_key.get(key)) for key in entries}
 
 
@@ -59,16 +59,16 @@ def test_each_wrong_entry_loses_its_task_with_its_words(graded, section):
     for (where, kind, _, k), (entries, result) in graded.items():
         if where != section or kind != "wrong":
             continue
-        assert result and not result["error"], (section, k, result and result["error"])
-        tasks = {t["grade_id"].removeprefix("test_"): t for t in result["tasks"]}
+        assert result and not result.error, (section, k, result and result.error)
+        tasks = {t.grade_id.removeprefix("test_"): t for t in result.tasks}
         for name, entry in entries.items():
             if entry is None:
                 continue
             task = tasks[name]
-            assert task["score"] == 0, f"{section} {name}: '{entry.mistake}' was given marks"
+            assert task.score == 0, f"{section} {name}: '{entry.mistake}' was given marks"
             for word in entry.expect:
-                assert word.lower() in task["message"].lower(), (
-                    f"{section} {name}: '{entry.mistake}' failed without {word!r}: {task['message']}")
+                assert word.lower() in task.message.lower(), (
+                    f"{section} {name}: '{entry.mistake}' failed without {word!r}: {task.message}")
 
 
 @pytest.mark.parametrize("section", SECTIONS)
@@ -76,8 +76,8 @@ def test_each_right_entry_earns_full_marks(graded, section):
     for (where, kind, _, k), (entries, result) in graded.items():
         if where != section or kind != "right":
             continue
-        assert result and not result["error"], (section, k, result and result["error"])
-        for task in result["tasks"]:
-            name = task["grade_id"].removeprefix("test_")
+        assert result and not result.error, (section, k, result and result.error)
+        for task in result.tasks:
+            name = task.grade_id.removeprefix("test_")
             variant = entries[name].variant if entries.get(name) else "the solution"
-            assert task["score"] == task["max_score"], f"{section} {name} ({variant}): {task['message']}"
+            assert task.score == task.max_score, f"{section} {name} ({variant}): {task.message}"

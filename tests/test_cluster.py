@@ -18,6 +18,7 @@ from grader import autograde, fingerprint, worker
 from grader import results as results_store
 from grader.course import ROOT
 from grader.options import SAMPLE_CLASS, GradingOptions
+from grader.result import Result
 from grader.sample_class import CLASS
 
 SECTION = "01-heads"
@@ -191,7 +192,7 @@ def test_the_cluster_grades_one_notebook_per_worker_at_a_time_the_longest_expect
         time.sleep(seconds[section])
         with lock:
             busy[0] -= 1
-        return {"student": student, "seconds": seconds[section], "error": ""}
+        return worker.Graded(Result(str(path), None, student, seconds=seconds[section]))
 
     class Course:
         def close(self):

@@ -17,6 +17,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 from grader import gradebook, marks
+from grader.result import Result, Task
+from grader.worker import Graded
 from grader.__main__ import main
 from grader.course import SECTIONS, release_notebook, solution_notebook
 from grader.options import SAMPLE_CLASS, GradingOptions
@@ -40,7 +42,7 @@ def folder(prepared, tmp_path):
 
 
 def _graded(student, answers=None, scores=None):
-    """A result as a worker returns it: section 1's release notebook with `answers` written in
+    """What a worker returns (worker.Graded): section 1's release notebook with `answers` written in
     ({grade_id: text}), autograded with the mark schemes added, and the checks scored `scores`
     (every check 0 by default)."""
     notebook = nbformat.read(release_notebook(SECTION), as_version=4)
@@ -50,9 +52,13 @@ def _graded(student, answers=None, scores=None):
         cell.source = (answers or {}).get(cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source)
     text = nbformat.writes(notebook)
     graded = nbformat.writes(marks.with_mark_schemes(notebook, SECTION))
-    tasks = [{"grade_id": g, "score": (scores or {}).get(g, 0.0), "max_score": 2.0, "message": ""} for g in checks]
-    return {"student": student, "section": SECTION, "notebook": f"{student}_{SECTION}.ipynb", "error": "",
-            "tasks": tasks, "graded_files": {"submitted": text, "autograded": graded}}
+    tasks = tuple(Task(g, (scores or {}).get(g, 0.0), 2.0) for g in checks)
+    return Graded(Result(f"{student}_{SECTION}.ipynb", SECTION, student, tasks),
+                  files={"submitted": text, "autograded": graded})
+
+
+def _record(folder, graded):
+    gradebook.record(folder, graded.result, graded.files)
 
 
 def _nbgrader(args, folder, timeout):
@@ -178,10 +184,9 @@ def test_preparing_again_registers_only_a_changed_section(prepared, tmp_path, st
 
 
 def test_a_graded_submission_lands_in_the_gradebook_with_its_notebooks(folder):
-    result = _graded("ada", answers={FIRST: "The batch lands on the heads."}, scores={"test_split_heads": 2.0})
-    files = result["graded_files"]
-    gradebook.record(folder, result)
-    assert "graded_files" not in result
+    graded = _graded("ada", answers={FIRST: "The batch lands on the heads."}, scores={"test_split_heads": 2.0})
+    files = graded.files
+    _record(folder, graded)
     grades = _grades(folder, "ada")
     assert grades["test_split_heads"] == (2.0, None, False)
     assert grades["test_merge_heads"] == (0.0, None, False)
@@ -236,28 +241,27 @@ def test_a_graded_notebook_without_an_answer_or_a_result_without_a_check_loses_n
     """A stand-in for a worker's result that is short of something: the first answer's cell is not
     in its graded notebook, and it scores no check. The answer waits; each check gets 0."""
     result = _graded("ada", answers={FIRST: "an answer"})
-    graded = nbformat.reads(result["graded_files"]["autograded"], as_version=4)
+    graded = nbformat.reads(result.files["autograded"], as_version=4)
     graded.cells = [c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") != FIRST]
-    result["graded_files"]["autograded"] = nbformat.writes(graded)
-    gradebook.record(folder, {**result, "tasks": []})
+    gradebook.record(folder, replace(result.result, tasks=()), {**result.files, "autograded": nbformat.writes(graded)})
     grades = _grades(folder, "ada")
     assert grades[FIRST] == (None, None, True)
     assert grades["test_split_heads"] == grades["test_merge_heads"] == (0.0, None, False)
 
 
 def test_a_failed_submission_adds_its_student_and_nothing_else(folder):
-    gradebook.record(folder, {"student": "ben", "section": None, "notebook": "ben_03-norms.ipynb", "tasks": []})
+    gradebook.record(folder, Result("ben_03-norms.ipynb", None, "ben", error="not a notebook"), None)
     with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as book:
         assert [s.id for s in book.students] == ["ben"] and book.find_student("ben").submissions == []
 
 
 def test_a_rerun_keeps_every_grade_entered_by_hand_and_asks_again_for_a_rewritten_answer(folder):
-    gradebook.record(folder, _graded("ada", answers={FIRST: "first try", SECOND: "stays"}))
+    _record(folder, _graded("ada", answers={FIRST: "first try", SECOND: "stays"}))
     _enter(folder, "ada", FIRST, 1.0)
     _enter(folder, "ada", SECOND, 2.0)
     _enter(folder, "ada", "test_causal_mask", 1.0)  # a check's score overruled by hand
     # ada hands in again: her checks now pass, her first answer is rewritten
-    gradebook.record(folder, _graded("ada", answers={FIRST: "second try", SECOND: "stays"},
+    _record(folder, _graded("ada", answers={FIRST: "second try", SECOND: "stays"},
                                      scores={"test_split_heads": 2.0}))
     grades = _grades(folder, "ada")
     assert grades["test_split_heads"] == (2.0, None, False)
@@ -272,14 +276,14 @@ def test_a_rerun_keeps_every_grade_entered_by_hand_and_asks_again_for_a_rewritte
 
 
 def test_an_answer_handed_in_as_released_gets_nothing_and_waits_for_nobody(folder):
-    gradebook.record(folder, _graded("ben", answers={FIRST: "an answer"}))
+    _record(folder, _graded("ben", answers={FIRST: "an answer"}))
     _enter(folder, "ben", FIRST, 2.0)
     assert _grades(folder, "ben")[SECOND] == (0.0, None, False)
     _enter(folder, "ben", SECOND, 1.0)  # points given by hand for an answer as released
-    gradebook.record(folder, _graded("ben", answers={FIRST: "an answer"}))
+    _record(folder, _graded("ben", answers={FIRST: "an answer"}))
     assert _grades(folder, "ben")[SECOND] == (0.0, 1.0, False)  # kept: the answer did not change
     # ben hands in again with his first answer put back as released: the grade it had goes
-    gradebook.record(folder, _graded("ben", answers={SECOND: "now written"}))
+    _record(folder, _graded("ben", answers={SECOND: "now written"}))
     grades = _grades(folder, "ben")
     assert grades[FIRST] == (0.0, None, False)
     assert grades[SECOND] == (None, 1.0, True)  # now written: waiting, the points given before shown
@@ -299,7 +303,7 @@ def test_a_section_nobody_handed_in_has_nothing_graded_and_nothing_waiting(tmp_p
 
 
 def test_the_feedback_nbgrader_writes_in_the_folder_leaves_the_mark_schemes_out(folder):
-    gradebook.record(folder, _graded("ada"))
+    _record(folder, _graded("ada"))
     made = _nbgrader(["generate_feedback", SECTION, "--student", "ada", "--force"], folder, timeout=300)
     assert made.returncode == 0, made.stderr[-3000:]
     page = (folder / "feedback" / "ada" / SECTION / f"{SECTION}.html").read_text()
@@ -326,11 +330,10 @@ def test_export_writes_the_grades_and_report_with_the_grades_entered_by_hand(fol
     import csv
     stored = {}
     for student in ("ada", "ben"):
-        result = _graded(student, answers={q: "an answer" for q in (FIRST, SECOND, THIRD)},
+        graded = _graded(student, answers={q: "an answer" for q in (FIRST, SECOND, THIRD)},
                          scores={"test_split_heads": 2.0})
-        gradebook.record(folder, result)
-        stored[f"{student}/{student}_01-heads.ipynb"] = {
-            **result, "score": 2.0, "max_score": 11.0, "repairs": [], "interrupted": [], "flags": []}
+        _record(folder, graded)
+        stored[f"{student}/{student}_01-heads.ipynb"] = graded.result.to_json()
     (folder / "results.json").write_text(json.dumps(stored))
     _enter(folder, "ada", FIRST, 1.5)
     _enter(folder, "ben", FIRST, 0.5)
@@ -349,7 +352,7 @@ def test_export_writes_the_grades_and_report_with_the_grades_entered_by_hand(fol
 
 
 def test_grades_entered_for_the_demo_never_overwrite_a_graders(folder):
-    gradebook.record(folder, _graded("ada", answers={FIRST: "an answer", SECOND: "another"}))
+    _record(folder, _graded("ada", answers={FIRST: "an answer", SECOND: "another"}))
     _enter(folder, "ada", FIRST, 0.5)
     entered = gradebook.enter_grades(folder, [("nobody", SECTION, FIRST, 2.0), ("ada", SECTION, FIRST, 2.0),
                                               ("ada", SECTION, SECOND, 2.0), ("ada", SECTION, THIRD, 1.0)])
@@ -375,7 +378,7 @@ def test_plain_nbgrader_in_the_class_folder_scores_the_sample_class_as_grader_au
         shutil.copy(path, hand_in / path.parent.name)
     out = tmp_path / "graded"
     results, _ = kept_grading(f"sample-class-{SECTION}", [hand_in], out, options=SAMPLE_CLASS, workers=2)
-    ours = {(r["student"], t["grade_id"]): t["score"] for r in results.values() if not r["error"] for t in r["tasks"]}
+    ours = {(r.student, t.grade_id): t.score for r in results.values() if not r.error for t in r.tasks}
     assert {"jon", "ivy"} <= {student for student, _ in ours}  # repaired: metadata stripped, a check deleted
     handed_in = hashlib.sha256(b"".join(str(p.relative_to(out)).encode() + p.read_bytes()
                                         for p in sorted((out / "submitted").rglob("*.ipynb"))))

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -24,6 +25,7 @@ from grader.course import ROOT, SECTIONS, release_notebook, solution_notebook
 from grader.gradebook import written_questions
 from grader.options import SAMPLE_CLASS, GradingOptions
 from grader.repair import repair
+from grader.result import Result, Task
 
 FRESH = GradingOptions(warm=False)  # kernels started from scratch
 
@@ -149,11 +151,9 @@ def test_grading_starts_untimed_sections_then_the_longest_and_keeps_students_in_
 # --- grades and report from results ----------------------------------------------------------
 
 def _result(student, section, scores, error="", interrupted=()):
-    tasks = [{"grade_id": f"test_{k}", "score": v, "max_score": 2.0, "message": "" if v else "AssertionError: no"}
-             for k, v in scores.items()]
-    return {"student": student, "section": section if not error else None, "notebook": f"{student}.ipynb",
-            "score": sum(scores.values()), "max_score": 2.0 * len(scores), "tasks": tasks, "error": error,
-            "interrupted": list(interrupted)}
+    tasks = tuple(Task(f"test_{k}", v, 2.0, "" if v else "AssertionError: no") for k, v in scores.items())
+    return Result(f"{student}.ipynb", section if not error else None, student, tasks, error=error,
+                  interrupted=tuple(interrupted))
 
 
 def test_grades_csv_has_a_row_per_student_a_column_per_task_and_zeros_for_failures(tmp_path):
@@ -163,7 +163,7 @@ def test_grades_csv_has_a_row_per_student_a_column_per_task_and_zeros_for_failur
                "d": _result("cyd", "07-banking77", {}, error="not JSON"),
                "e": _result("cyd", "01-heads", {}, error="no such file")}
     for key, section in (("d", "07-banking77"), ("e", "01-heads")):  # finished in this order
-        results[key]["notebook"] = f"cyd/{section}.ipynb"
+        results[key] = replace(results[key], notebook=f"cyd/{section}.ipynb")
     results["f"] = _result("abe", "02-positions", {"h": 0.0})  # graded last, listed first
     export.write_grades(tmp_path / "grades.csv", results, {})
     rows = list(csv.DictReader(open(tmp_path / "grades.csv")))
@@ -192,7 +192,7 @@ def test_report_counts_pass_rates_and_failure_messages(tmp_path):
     assert "4 submissions: 3 graded, 1 could not be graded" in html and "the file is empty" in html
     assert "ben, ben.ipynb: a cell ran past the limit" in html
     late, early = _result("dan", "07-banking77", {}, error="not JSON"), _result("dan", "01-heads", {}, error="empty")
-    late["notebook"], early["notebook"] = "dan/07-banking77.ipynb", "dan/01-heads.ipynb"
+    late, early = replace(late, notebook="dan/07-banking77.ipynb"), replace(early, notebook="dan/01-heads.ipynb")
     html = write_report(tmp_path, {"late": late, "early": early}).read_text()  # finished in this order
     assert html.index("dan, 01-heads.ipynb") < html.index("dan, 07-banking77.ipynb")
     assert (tmp_path / "scores.png").stat().st_size > 1000
@@ -217,16 +217,16 @@ def test_an_alembic_command_that_fails_gives_no_revision(tmp_path, monkeypatch):
 def test_check_json_gives_the_solution_full_marks_and_the_release_zero(tmp_path):
     course = grading.GradingCourse(tmp_path / "course")
     solved = course.grade(sample_class.CLASS / "ada" / f"{FIRST}.ipynb")
-    assert solved["section"] == FIRST and solved["score"] == solved["max_score"] > 0
-    assert all(t["message"] == "" for t in solved["tasks"])
+    assert solved.section == FIRST and solved.score == solved.max_score > 0
+    assert all(t.message == "" for t in solved.tasks)
     untouched = course.grade(release_notebook(FIRST))
-    assert untouched["score"] == 0
-    assert all("not written yet" in t["message"] for t in untouched["tasks"])
+    assert untouched.score == 0
+    assert all("not written yet" in t.message for t in untouched.tasks)
     command = [sys.executable, "-m", "grader", "check", "--json", str(release_notebook(FIRST))]
     printed = json.loads(subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=True).stdout)
     assert set(printed) >= {"notebook", "score", "max_score", "tasks"}
     assert set(printed["tasks"][0]) == {"grade_id", "score", "max_score", "message"}
-    assert printed["score"] == 0 and printed["max_score"] == solved["max_score"]
+    assert printed["score"] == 0 and printed["max_score"] == solved.max_score
 
 
 def test_a_kernels_sandbox_shows_banking77_and_only_the_visible_checks_results_behind_private_sockets(
@@ -288,7 +288,7 @@ def test_a_notebook_whose_warm_kernel_server_stopped_is_graded_once_more_then_gi
     outcomes += [False, True]
     result = course.grade(solution_notebook(section))
     assert outcomes == [] and len(readied) == 2  # before the first run, and again before the second
-    assert result["section"] == section and result["repairs"] == []  # no repair ran: nothing to say
+    assert result.section == section and result.repairs == ()  # no repair ran: nothing to say
     outcomes += [False, False]
     with pytest.raises(grading.GraderFailure, match="^the warm-kernel server stopped twice while grading this notebook$"):
         course.grade(solution_notebook(section))
@@ -323,25 +323,25 @@ def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp
              {"test_Block": verdict(True, True)},
              None]  # the last run leaves no verdict: its check cells never ran
     first = course.grade(solution_notebook(section), student="ada")
-    assert [(t["grade_id"], t["score"], t["max_score"], t["message"]) for t in first["tasks"]] == [
+    assert [(t.grade_id, t.score, t.max_score, t.message) for t in first.tasks] == [
         ("test_Block", 0.0, 3.0, "AssertionError: scaled by sqrt(d_model)"),
         ("test_to_reference", 0.0, 2.0, "not graded: its check cell did not run"),
         ("test_PostNormBlock", 0.0, 2.0, "not graded: its check cell did not run")]
-    assert first["flags"] == ["test_Block passed in the notebook but fails the grader's check (the submission "
+    assert list(first.flags) == ["test_Block passed in the notebook but fails the grader's check (the submission "
                               "may interfere with its checks)"]
-    assert recorded == [(section, "ada", first["tasks"])] and first["score"] == 0.0
+    assert recorded == [(section, "ada", list(first.tasks))] and first.score == 0.0
     second = course.grade(solution_notebook(section), student="ada")
-    assert second["score"] == second["max_score"] == 7.0 and all(t["message"] == "" for t in second["tasks"])
-    assert second["flags"] == ["test_Block failed in the notebook but passes the grader's check (the submission "
+    assert second.score == second.max_score == 7.0 and all(t.message == "" for t in second.tasks)
+    assert list(second.flags) == ["test_Block failed in the notebook but passes the grader's check (the submission "
                                "may interfere with its checks)"]
     # a verdict sent to an earlier run's grader counts for nothing in this one
     late.append(course.api.config.JudgedExecute.on_verdict)
     third = course.grade(solution_notebook(section), student="ada")
-    assert [(t["score"], t["message"]) for t in third["tasks"]] == [
+    assert [(t.score, t.message) for t in third.tasks] == [
         (3.0, ""), (0.0, "not graded: its check cell did not run"), (0.0, "not graded: its check cell did not run")]
     fourth = course.grade(solution_notebook(section), student="ada")
-    assert fourth["score"] == 0.0 and fourth["flags"] == []
-    assert {t["message"] for t in fourth["tasks"]} == {"not graded: its check cell did not run"}
+    assert fourth.score == 0.0 and fourth.flags == ()
+    assert {t.message for t in fourth.tasks} == {"not graded: its check cell did not run"}
 
 
 def test_a_worker_sends_the_last_submission_as_handed_in_and_as_graded(tmp_path, monkeypatch):
@@ -408,14 +408,14 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
         started = time.perf_counter()
         result = course.grade(handed_in, student="ada")
         assert time.perf_counter() - started < 60  # the loop stopped at the course's limit, not nbgrader's 120 s
-        assert result["notebook"] == str(handed_in) and result["section"] == section
-        assert result["repairs"] == ["nbgrader metadata restored on 1 cell (Block)"]
-        assert (result["score"], result["max_score"], result["written_max_score"]) == (3.0, 7.0, 6.0)
-        assert [(t["grade_id"], t["score"], t["max_score"]) for t in result["tasks"]] == \
+        assert result.notebook == str(handed_in) and result.section == section
+        assert list(result.repairs) == ["nbgrader metadata restored on 1 cell (Block)"]
+        assert (result.score, result.max_score, result.written_max_score) == (3.0, 7.0, 6.0)
+        assert [(t.grade_id, t.score, t.max_score) for t in result.tasks] == \
             [("test_Block", 3.0, 3.0), ("test_to_reference", 0.0, 2.0), ("test_PostNormBlock", 0.0, 2.0)]
-        assert result["tasks"][0]["message"] == ""
-        assert result["tasks"][1]["message"].startswith("NameError: name 'to_reference' is not defined")
-        [stopped] = result["interrupted"]
+        assert result.tasks[0].message == ""
+        assert result.tasks[1].message.startswith("NameError: name 'to_reference' is not defined")
+        [stopped] = result.interrupted
         assert stopped.startswith("a cell ran past the 4 s limit and was interrupted: In [")
         assert stopped.endswith("`while True:  # stuck`")
         # the notebook ran in a kernel forked from the warm server, the first process of its sandbox
@@ -460,7 +460,7 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
         with pytest.raises(grading.NotGradable, match=r"^the kernel died while running the notebook"):
             course.grade(handed_in, student="ada")
         shutil.copy(solution_notebook(section), handed_in)
-        assert course.grade(handed_in, student="ada")["score"] == 7.0
+        assert course.grade(handed_in, student="ada").score == 7.0
         assert "<h4>05-block (Score: 7.0 / 13.0)</h4>" in course.feedback_html(section, "ada")  # written afresh
     finally:
         course.close()
@@ -548,22 +548,22 @@ def test_every_sample_student_scores_what_their_submission_deserves(graded_class
     out, results, _ = graded_class
     by_student = {}
     for result in results.values():
-        by_student[(result["student"], result["section"])] = result
+        by_student[(result.student, result.section)] = result
     with open(sample_class.EXAMPLES / "expected.csv") as f:
         expected = list(csv.DictReader(f))
     for row in expected:
         if row["full_marks"] == "error":
-            result = next(r for r in results.values() if r["student"] == row["student"]
-                          and Path(r["notebook"]).stem == row["section"])
-            assert result["error"] and result["score"] == 0, row
+            result = next(r for r in results.values() if r.student == row["student"]
+                          and Path(r.notebook).stem == row["section"])
+            assert result.error and result.score == 0, row
             continue
         result = by_student[(row["student"], row["section"])]
-        assert not result["error"], (row, result["error"])
-        task = next(t for t in result["tasks"] if t["grade_id"] == row["task"])
-        full = task["score"] == task["max_score"]
-        assert full == (row["full_marks"] == "yes"), (row, task["message"])
+        assert not result.error, (row, result.error)
+        task = next(t for t in result.tasks if t.grade_id == row["task"])
+        full = task.score == task.max_score
+        assert full == (row["full_marks"] == "yes"), (row, task.message)
         if not full:
-            assert task["message"], row
+            assert task.message, row
 
 
 def _written_cell(student, section, question):
@@ -635,14 +635,14 @@ def test_grades_csv_gives_each_sample_student_the_points_deserved_cell_by_cell(g
 def test_the_class_outputs_are_written_and_a_rerun_grades_nothing_again(graded_class):
     out, results, lines = graded_class
     grades = list(csv.DictReader(open(out / "grades.csv")))
-    assert {r["student"] for r in grades} == {r["student"] for r in results.values()}
+    assert {r["student"] for r in grades} == {r.student for r in results.values()}
     assert (out / "report.html").is_file() and (out / "scores.png").is_file()
     for result in results.values():
-        assert (out / result["feedback"]).is_file()
+        assert (out / result.feedback).is_file()
     gus = results["gus/01-heads.ipynb"]  # his last answer cell loops forever
-    assert len(gus["interrupted"]) == 1 and "ran past the 30 s limit" in gus["interrupted"][0], gus
-    assert "In [" in gus["interrupted"][0] and "`while True:" in gus["interrupted"][0]
-    assert gus["interrupted"][0] in autograde._line(gus)
+    assert len(gus.interrupted) == 1 and "ran past the 30 s limit" in gus.interrupted[0], gus
+    assert "In [" in gus.interrupted[0] and "`while True:" in gus.interrupted[0]
+    assert gus.interrupted[0] in autograde._line(gus)
     assert "ran past the 30 s limit" in next(r for r in grades if r["student"] == "gus")["problems"]
     assert "gus, 01-heads.ipynb: a cell ran past" in (out / "report.html").read_text()
     # honest students all: the model answers, the catalogue's, the release (issue 45)
@@ -665,8 +665,8 @@ def test_a_changed_submission_alone_is_graded_again(graded_class, tmp_path):
     lines = []
     rerun = autograde.autograde([late], out, SAMPLE_CLASS, workers=1, echo=lines.append)
     assert "1 to grade" in lines[0], lines[0]
-    assert rerun["ada/05-block.ipynb"]["sha256"] != results["ada/05-block.ipynb"]["sha256"]
-    assert rerun["ada/05-block.ipynb"]["score"] == results["ada/05-block.ipynb"]["score"]
+    assert rerun["ada/05-block.ipynb"].sha256 != results["ada/05-block.ipynb"].sha256
+    assert rerun["ada/05-block.ipynb"].score == results["ada/05-block.ipynb"].score
     assert {k: v for k, v in rerun.items() if k != "ada/05-block.ipynb"} == \
         {k: v for k, v in results.items() if k != "ada/05-block.ipynb"}
 

@@ -7,6 +7,7 @@ return value."""
 
 import ast
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -224,6 +225,30 @@ def drawn_wrong(layers, graph):
     wrong += [f"{name} is drawn but is no module" for name in sorted(set(place) - set(graph))]
     return wrong + [f"{name} imports {other}, drawn above it" for name in sorted(graph) if name in place
                     for other in sorted(graph[name]) if place.get(other, len(layers)) < place[name]]
+
+
+# Drawn in the layers but off a submission's way through `grader autograde`: the check server, the
+# course's facts (read by all), running notebooks, the edition and the release, the sample class,
+# the notebooks' set-up cell.
+OFF_THE_WAY = {"check_server", "course", "execute", "publish", "release", "sample_class", "setup_cell"}
+
+
+def named_in_the_walk(text):
+    """name -> how often the README's "How a notebook is graded" paragraph names it in backticks."""
+    walk = text.split("**How a notebook is graded**", 1)[1].split("```", 1)[0]
+    return Counter(re.findall(r"`(\w+)`", walk))
+
+
+def test_the_readme_walks_a_notebook_through_every_module_on_its_way_naming_each_once():
+    named = named_in_the_walk((ROOT / "README.md").read_text())
+    modules = set(package_graph())
+    assert {name: n for name, n in named.items() if name in modules and n != 1} == {}
+    assert sorted(modules - OFF_THE_WAY - set(named)) == []
+
+
+def test_a_walk_that_skips_a_module_or_names_one_twice_is_told():
+    text = "**How a notebook is graded**: `worker` grades, then `worker` again, `autograde DIR`.\n```"
+    assert named_in_the_walk(text) == Counter({"worker": 2})
 
 
 def test_the_readme_draws_the_package_s_layers_as_its_imports_run():

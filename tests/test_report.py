@@ -13,6 +13,13 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 from grader.report import write_report
+from grader.result import Result
+
+
+def report_of(out, results, similar=None):
+    """write_report on `results` as results.json keeps them, read back as each Result: the report's
+    tests also read the results of earlier graders, which lack fields."""
+    return write_report(out, {key: Result.from_json(result) for key, result in results.items()}, similar)
 
 
 def _graded(student, section, tasks, notebook=None, interrupted=(), flags=()):
@@ -30,9 +37,10 @@ def _broken(student, notebook, error):
 
 
 def _scored(student, score, max_score):
-    """A graded submission with `score` of `max_score` points, its tasks beside the point."""
+    """A graded submission with `score` of `max_score` points, in one task."""
     return {"student": student, "section": "01-heads", "notebook": f"{student}.ipynb", "score": score,
-            "max_score": max_score, "tasks": [], "error": "", "interrupted": []}
+            "max_score": max_score, "error": "", "interrupted": [],
+            "tasks": [{"grade_id": "test_all", "score": score, "max_score": max_score, "message": ""}]}
 
 
 def _between(html, start, end):
@@ -75,13 +83,13 @@ def drawn(monkeypatch):
 # --- the tables -------------------------------------------------------------------------------
 
 def test_report_is_written_as_report_html_in_the_output_folder(tmp_path):
-    path = write_report(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (2.0, "")})})
+    path = report_of(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (2.0, "")})})
     assert path == tmp_path / "report.html"
     assert "<td>01-heads</td><td>test_f</td><td>1/1</td><td>100%</td>" in path.read_text()
 
 
 def test_a_report_written_without_similar_pairs_has_no_such_part(tmp_path):
-    page = write_report(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (2.0, "")})}).read_text()
+    page = report_of(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (2.0, "")})}).read_text()
     assert "Similar pairs" not in page and page.endswith("</table>\n</body></html>")
 
 
@@ -93,7 +101,7 @@ def test_pass_rates_follow_the_course_order_of_sections_and_the_notebook_order_o
                                                   "test_merge_heads": (0.0, "AssertionError: shape")}),
                "cyd": _graded("cyd", "01-heads", {"test_split_heads": (0.0, "NameError: name 'split_heads'"),
                                                   "test_merge_heads": (0.0, "AssertionError: shape")})}
-    html = write_report(tmp_path, results).read_text()
+    html = report_of(tmp_path, results).read_text()
     assert _rates(html) == ("<tr><td>01-heads</td><td>test_split_heads</td><td>1/2</td><td>50%</td></tr>"
                             "<tr><td>01-heads</td><td>test_merge_heads</td><td>0/2</td><td>0%</td></tr>"
                             "<tr><td>02-positions</td><td>test_sinusoid</td><td>1/1</td><td>100%</td></tr>")
@@ -104,7 +112,7 @@ def test_failure_messages_are_counted_by_their_first_line_most_common_first(tmp_
                                                   "test_g": (0.0, "AssertionError: shape (2, 4)\nexpected (4, 2)")}),
                "ben": _graded("ben", "01-heads", {"test_f": (2.0, ""),
                                                   "test_g": (0.0, "AssertionError: shape (2, 4)\nfrom line 3")})}
-    html = write_report(tmp_path, results).read_text()
+    html = report_of(tmp_path, results).read_text()
     assert _failures(html) == (
         "<tr><td>2</td><td>test_g</td><td></td><td><code>AssertionError: shape (2, 4)</code></td></tr>"
         "<tr><td>1</td><td>test_f</td><td></td><td><code>NameError: name &#x27;f&#x27; is not defined</code></td></tr>")
@@ -128,7 +136,7 @@ def test_tasks_not_written_yet_are_counted_apart_from_the_mistakes(tmp_path):
                "ben": _graded("ben", "01-heads", {"test_split_heads": (0.0, _stub_message("split_heads")),
                                                   "test_merge_heads": (0.0, _stub_message("merge_heads"))}),
                "cyd": _graded("cyd", "02-positions", {"test_sinusoid": (0.0, _stub_message("sinusoid"))})}
-    html = write_report(tmp_path, results).read_text()
+    html = report_of(tmp_path, results).read_text()
     assert _failures(html) == "<tr><td>1</td><td>test_merge_heads</td><td></td><td><code>AssertionError: shape (2, 4)</code></td></tr>"
     assert _between(html, "<th>submissions</th></tr>", "</table>") == (
         "<tr><td>01-heads</td><td>test_split_heads</td><td>2</td></tr>"
@@ -147,7 +155,7 @@ def test_a_message_on_other_numbers_counts_as_the_same_mistake_named_as_the_cata
     results = {name: _graded(name, "01-heads", {"test_split_heads": (0.0, message)})
                for name, message in zip(["ada", "ben", "cyd"], on_token)}
     results["dan"] = _graded("dan", "01-heads", {"test_split_heads": (0.0, "AssertionError: no catalogue says this")})
-    html = write_report(tmp_path, results).read_text()
+    html = report_of(tmp_path, results).read_text()
     rows = re.findall(r"<tr><td>(\d+)</td><td>test_split_heads</td><td>([^<]*)</td><td><code>([^<]*)</code>", _failures(html))
     assert rows[0][:2] == ("3", "view without transpose; reshape without transpose"), rows
     assert rows[0][2] == escape(on_token[1][:300])  # the message given most often, cut as all are
@@ -161,13 +169,13 @@ def test_without_the_catalogues_names_the_mistakes_are_still_counted(tmp_path, m
         raise RuntimeError("recording the results the checks compare with failed")
     monkeypatch.setattr(recordings, "catalogued_mistakes", cannot_record)
     results = {"ada": _graded("ada", "01-heads", {"test_f": (0.0, "AssertionError: shape (2, 4)")})}
-    html = write_report(tmp_path, results).read_text()
+    html = report_of(tmp_path, results).read_text()
     assert _failures(html) == "<tr><td>1</td><td>test_f</td><td></td><td><code>AssertionError: shape (2, 4)</code></td></tr>"
 
 
 def test_a_long_failure_message_is_cut_at_300_characters(tmp_path):
     message = "AssertionError: " + "x" * 400
-    html = write_report(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (0.0, message)})}).read_text()
+    html = report_of(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (0.0, message)})}).read_text()
     assert _failures(html) == f"<tr><td>1</td><td>test_f</td><td></td><td><code>{message[:300]}</code></td></tr>"
 
 
@@ -175,7 +183,7 @@ def test_the_report_lists_the_15_most_frequent_failures_only(tmp_path):
     # ada fails 16 tasks, ben the first 15 of them: the 16th, failed once, is left out
     ada = {f"test_{i:02}": (0.0, f"AssertionError: {i}") for i in range(16)}
     ben = {f"test_{i:02}": (0.0, f"AssertionError: {i}") for i in range(15)}
-    html = write_report(tmp_path, {"a": _graded("ada", "01-heads", ada),
+    html = report_of(tmp_path, {"a": _graded("ada", "01-heads", ada),
                                    "b": _graded("ben", "01-heads", ben)}).read_text()
     rows = re.findall(r"<tr><td>(\d+)</td><td>(\w+)</td>", _failures(html))
     assert rows == [("2", f"test_{i:02}") for i in range(15)]
@@ -186,7 +194,7 @@ def test_submissions_that_could_not_be_graded_are_listed_by_student_then_file(tm
                "2": _broken("ben", "in/ben_01-heads.ipynb", "no such file"),
                "3": _broken("cyd", "in/cyd_01-heads.ipynb", "not a readable notebook"),
                "4": _graded("ada", "01-heads", {"test_f": (2.0, "")})}
-    html = write_report(tmp_path, results).read_text()
+    html = report_of(tmp_path, results).read_text()
     assert "<p>4 submissions: 1 graded, 3 could not be graded (scored 0).</p>" in html
     assert _not_graded(html) == ("<li>ben, ben_01-heads.ipynb: no such file</li>"
                                  "<li>cyd, cyd_01-heads.ipynb: not a readable notebook</li>"
@@ -200,7 +208,7 @@ def test_cells_interrupted_at_the_time_limit_are_listed_per_submission(tmp_path)
                "a": _graded("ada", "01-heads", {"test_f": (0.0, "NameError: f")}, notebook="ada.ipynb",
                             interrupted=[limit + "[2]"]),
                "c": _graded("cyd", "01-heads", {"test_f": (2.0, "")})}
-    html = write_report(tmp_path, results).read_text()
+    html = report_of(tmp_path, results).read_text()
     assert _interrupted(html) == ("<li>ada, ada.ipynb: a cell ran past the 30 s limit: In [2]</li>"
                                   "<li>ben, ben.ipynb: a cell ran past the 30 s limit: In [4]</li>"
                                   "<li>ben, ben.ipynb: a cell ran past the 30 s limit: In [9]</li>")
@@ -209,7 +217,7 @@ def test_cells_interrupted_at_the_time_limit_are_listed_per_submission(tmp_path)
 def test_a_result_stored_before_time_limits_were_recorded_has_no_interrupted_cells(tmp_path):
     old = _graded("ada", "01-heads", {"test_f": (2.0, "")})
     del old["interrupted"]  # results.json of an earlier grader, reused for an unchanged submission
-    html = write_report(tmp_path, {"a": old}).read_text()
+    html = report_of(tmp_path, {"a": old}).read_text()
     assert _interrupted(html) == "<li>none</li>"
 
 
@@ -221,7 +229,7 @@ def test_checks_the_notebook_and_the_grader_judged_differently_are_listed_per_su
                             flags=[flag + " <b>&</b>"]),
                "c": _graded("cyd", "01-heads", {"test_f": (2.0, "")})}
     del results["c"]["flags"]  # results.json of a grader before the judge
-    html = write_report(tmp_path, results).read_text()
+    html = report_of(tmp_path, results).read_text()
     shown = "test_f passed in the notebook but fails the grader&#x27;s check"
     assert _flagged(html) == (f"<li>&lt;ada&gt;, a.ipynb: {shown} &lt;b&gt;&amp;&lt;/b&gt;</li>"
                               f"<li>ben, ben.ipynb: {shown}</li>"
@@ -229,7 +237,7 @@ def test_checks_the_notebook_and_the_grader_judged_differently_are_listed_per_su
 
 
 def test_empty_lists_say_none(tmp_path):
-    html = write_report(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (2.0, "")})}).read_text()
+    html = report_of(tmp_path, {"a": _graded("ada", "01-heads", {"test_f": (2.0, "")})}).read_text()
     assert _not_graded(html) == "<li>none</li>" and _interrupted(html) == "<li>none</li>"
     assert _flagged(html) == "<li>none</li>"
     assert _failures(html) == ""
@@ -239,7 +247,7 @@ def test_names_and_messages_are_escaped_not_read_as_html(tmp_path):
     results = {"a": _graded("<b>ada</b>", "01-heads", {"test_<f>": (0.0, "AssertionError: x < 0 & y > 1")},
                             notebook="<i>.ipynb", interrupted=["`while x < 1 & True:`"]),
                "b": _broken("ben & co", "<script>.ipynb", "unexpected <EOF>")}
-    html = write_report(tmp_path, results).read_text()
+    html = report_of(tmp_path, results).read_text()
     assert "<tr><td>01-heads</td><td>test_&lt;f&gt;</td><td>0/1</td><td>0%</td></tr>" in _rates(html)
     assert _failures(html) == ("<tr><td>1</td><td>test_&lt;f&gt;</td><td></td>"
                                "<td><code>AssertionError: x &lt; 0 &amp; y &gt; 1</code></td></tr>")
@@ -256,7 +264,7 @@ def test_histogram_counts_graded_submissions_in_bins_of_ten_percent_full_marks_i
     results["nearly"] = _scored("nearly", 0.99, 1.0)
     results["nothing"] = _scored("nothing", 0.0, 0.0)
     results["broken"] = _broken("zed", "zed.ipynb", "the file is empty")
-    write_report(tmp_path, results)
+    report_of(tmp_path, results)
     [figure] = drawn
     [axes] = figure.axes
     bars = axes.patches
@@ -275,7 +283,7 @@ def test_histogram_looks_the_same_whatever_the_instructors_matplotlib_settings(t
     settings = {"axes.prop_cycle": cycler(color=["red"]), "patch.force_edgecolor": True,
                 "patch.edgecolor": "black", "savefig.dpi": 200, "figure.figsize": (8, 8)}
     with matplotlib.rc_context(settings):
-        write_report(tmp_path, results)
+        report_of(tmp_path, results)
     [figure] = drawn
     for bar in figure.axes[0].patches:
         assert bar.get_facecolor() == to_rgba("tab:blue")
@@ -292,7 +300,7 @@ def test_writing_the_report_leaves_the_callers_matplotlib_alone(tmp_path):
     matplotlib.use("svg")  # any backend but the Agg the report draws with
     try:
         figures = plt.get_fignums()
-        write_report(tmp_path, {"a": _scored("ada", 1.0, 2.0)})
+        report_of(tmp_path, {"a": _scored("ada", 1.0, 2.0)})
         assert matplotlib.get_backend() == "svg" and plt.get_fignums() == figures
     finally:
         matplotlib.use(previous)
@@ -302,11 +310,11 @@ def test_the_graders_failures_have_their_own_list_and_no_place_among_the_zeros(t
     graded = _graded("ada", "01-heads", {"test_f": (2.0, "")})
     failed = {"student": "ben", "notebook": "ben_01-heads.ipynb", "section": None, "score": 0.0, "max_score": 0.0,
               "tasks": [], "error": "grader failure: a grading process died 2 times", "grader_failure": True}
-    html = write_report(tmp_path, {"a": graded, "b": failed}).read_text()
+    html = report_of(tmp_path, {"a": graded, "b": failed}).read_text()
     assert "2 submissions: 1 graded, 0 could not be graded (scored 0), 1 not graded because the grader failed." in html
     assert ("<h2>Not graded: the grader failed</h2><p>Not the students' doing, and no score: the next run grades "
             "these again.</p><ul><li>ben, ben_01-heads.ipynb: grader failure: a grading process died 2 times</li></ul>") in html
-    quiet = write_report(tmp_path, {"a": graded}).read_text()
+    quiet = report_of(tmp_path, {"a": graded}).read_text()
     assert "the grader failed" not in quiet and "2 submissions" not in quiet
     assert "<p>1 submissions: 1 graded, 0 could not be graded (scored 0).</p>" in quiet
     assert "<ul><li>none</li></ul>\n<h2>Cells interrupted" in quiet  # nothing between the two lists
@@ -319,7 +327,7 @@ def test_held_submissions_are_listed_as_held_not_as_the_graders_failure(tmp_path
     held = {name: {"student": "bob", "notebook": name, "section": "01-heads", "score": 0.0, "max_score": 0.0,
                    "tasks": [], "error": error, "grader_failure": True, "held": True}
             for name in ("bob_01-heads.ipynb", "bob_01-heads~.ipynb")}
-    html = write_report(tmp_path, {"a": graded, **held}).read_text()
+    html = report_of(tmp_path, {"a": graded, **held}).read_text()
     assert "3 submissions: 1 graded, 0 could not be graded (scored 0), 2 held (two notebooks of one section)." in html
     assert "the grader failed" not in html and "Not the students' doing" not in html
     assert ("<h2>Held: a student handed in two notebooks of one section</h2><p>Neither is graded: which one "
@@ -327,7 +335,7 @@ def test_held_submissions_are_listed_as_held_not_as_the_graders_failure(tmp_path
             f"<ul><li>bob, bob_01-heads.ipynb: {error}</li><li>bob, bob_01-heads~.ipynb: {error}</li></ul>") in html
     failed = {"student": "cy", "notebook": "cy_01-heads.ipynb", "section": None, "score": 0.0, "max_score": 0.0,
               "tasks": [], "error": "grader failure: a grading process died 2 times", "grader_failure": True}
-    both = write_report(tmp_path, {"a": graded, "c": failed, **held}).read_text()
+    both = report_of(tmp_path, {"a": graded, "c": failed, **held}).read_text()
     assert ", 1 not graded because the grader failed, 2 held (two notebooks of one section)." in both
     assert both.index("<h2>Not graded: the grader failed</h2>") < both.index("<h2>Held:")
     assert "bob" not in both[both.index("<h2>Not graded"):both.index("<h2>Held:")]

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -15,6 +16,7 @@ import pytest
 from grader import similar
 from grader.export import write_tables
 from grader.course import SECTIONS, nbgrader_info
+from grader.result import Result, Task
 from grader.sample_class import catalogue_variant
 
 from bench import similar as bench  # bench/similar.py: the test class
@@ -88,7 +90,7 @@ def test_the_shares_are_the_same_in_every_process(test_class):
 
 def test_a_rerun_compares_only_the_pairs_of_a_changed_notebook(test_class, tmp_path, monkeypatch):
     folder, _ = test_class
-    results = {k: r for k, r in bench.class_results(folder).items() if r["section"] == SECTION}
+    results = {k: r for k, r in bench.class_results(folder).items() if r.section == SECTION}
     compared = []
     real = similar._compare
     monkeypatch.setattr(similar, "_compare", lambda cd, a, b: compared.append((a.filename, b.filename)) or real(cd, a, b))
@@ -104,7 +106,7 @@ def test_a_rerun_compares_only_the_pairs_of_a_changed_notebook(test_class, tmp_p
     cell.source += "\n\nunused = [step * 2 for step in range(10)]\n"
     changed.parent.mkdir()
     nbformat.write(notebook, changed)
-    results[f"hon/{SECTION}.ipynb"] = dict(results[f"hon/{SECTION}.ipynb"], notebook=str(changed))
+    results[f"hon/{SECTION}.ipynb"] = replace(results[f"hon/{SECTION}.ipynb"], notebook=str(changed))
     similar.write_similar(tmp_path, results)
     assert compared and all("hon." in pair[0] or "hon." in pair[1] for pair in compared), compared
     assert len(compared) < first
@@ -117,16 +119,14 @@ def test_a_rerun_compares_only_the_pairs_of_a_changed_notebook(test_class, tmp_p
 
 
 def _tables(out, entries, monkeypatch):
-    """grader.export.write_tables on results made of `entries` (student, section, notebook),
+    """grader.export.write_tables on results made of `entries` (Results of student, section, notebook),
     each scored 1 of 1 on one task; the gradebook and the catalogue's names left out (they have
     tests of their own). Returns similar.csv's rows as dicts."""
     from grader import gradebook, report
     monkeypatch.setattr(gradebook, "manual_grades", lambda out: {})
     monkeypatch.setattr(gradebook, "written_progress", lambda out: [])
     monkeypatch.setattr(report, "_catalogued", lambda: {})
-    task = {"grade_id": "test_sinusoid", "score": 1.0, "max_score": 1.0, "message": ""}
-    results = {key: {**entry, "error": "", "score": 1.0, "max_score": 1.0, "repairs": [], "tasks": [task]}
-               for key, entry in entries.items()}
+    results = {key: replace(entry, tasks=(Task("test_sinusoid", 1.0, 1.0),)) for key, entry in entries.items()}
     Path(out).mkdir(parents=True, exist_ok=True)
     write_tables(Path(out), results)
     return list(csv.DictReader((Path(out) / "similar.csv").open()))
@@ -144,7 +144,7 @@ def test_pages_and_csv_keep_what_students_wrote_as_text(tmp_path, monkeypatch):
         path = tmp_path / "in" / f"{number}.ipynb"
         path.parent.mkdir(exist_ok=True)
         nbformat.write(notebook, path)
-        entries[student] = {"student": student, "section": SECTION, "notebook": str(path)}
+        entries[student] = Result(str(path), SECTION, student)
     [row] = _tables(tmp_path / "out", entries, monkeypatch)
     header, line = (tmp_path / "out" / "similar.csv").read_text().splitlines()
     assert header.startswith('"section","student_a","student_b","code_share_a"') and '"1.0"' in line  # all quoted
@@ -159,11 +159,11 @@ def test_the_pairs_are_read_from_the_class_folder_once_the_files_handed_in_are_g
     folder, _ = test_class
     entries = {}
     for key, entry in bench.class_results(folder).items():
-        if entry["section"] == SECTION:
-            kept = tmp_path / "submitted" / entry["student"] / SECTION / f"{SECTION}.ipynb"
+        if entry.section == SECTION:
+            kept = tmp_path / "submitted" / entry.student / SECTION / f"{SECTION}.ipynb"
             kept.parent.mkdir(parents=True)
-            kept.write_bytes(Path(entry["notebook"]).read_bytes())
-            entries[key] = {**entry, "notebook": str(tmp_path / "gone" / f"{SECTION}.ipynb")}
+            kept.write_bytes(Path(entry.notebook).read_bytes())
+            entries[key] = replace(entry, notebook=str(tmp_path / "gone" / f"{SECTION}.ipynb"))
     listed = _tables(tmp_path, entries, monkeypatch)
     assert {tuple(sorted(p)) for p in bench.PLANTED} <= {(row["student_a"], row["student_b"]) for row in listed}
 
@@ -225,7 +225,7 @@ def test_write_tables_lists_the_pairs_in_the_report_and_similar_csv(test_class, 
     """The class's tables with the test class's section 2 as results (grading itself has its own
     tests: tests/test_browser.py grades a planted class whole)."""
     folder, found = test_class
-    entries = {key: entry for key, entry in bench.class_results(folder).items() if entry["section"] == SECTION}
+    entries = {key: entry for key, entry in bench.class_results(folder).items() if entry.section == SECTION}
     listed = _tables(tmp_path, entries, monkeypatch)
     page = (tmp_path / "report.html").read_text()
     assert "<h2>Similar pairs</h2>" in page and f"<h3>{SECTION}</h3>" in page

@@ -203,11 +203,11 @@ def test_a_right_answer_that_warns_and_prints_keeps_full_marks(attacks):
 @pytest.mark.nbgrader
 def test_the_whole_tamper_catalogue_through_autograde(attacks, tmp_path):
     results = autograde([attacks], tmp_path / "out", SAMPLE_CLASS, workers=2, echo=lambda line: None)
-    by_student = {r["student"]: r for r in results.values()}
+    by_student = {r.student: r for r in results.values()}
     assert set(by_student) == {*ATTACKS, *SABOTAGE, "noisy"}
     for attack, (what, *_, fooled) in ATTACKS.items():
-        assert by_student[attack]["score"] == HONEST, (what, by_student[attack]["tasks"])
-    assert by_student["noisy"]["score"] == FULL
+        assert by_student[attack].score == HONEST, (what, by_student[attack].tasks)
+    assert by_student["noisy"].score == FULL
     grades = pd.read_csv(tmp_path / "out" / "grades.csv").set_index("student")
     assert (grades.loc[list(ATTACKS), "01-heads:total"] == HONEST).all()
     assert grades.loc["noisy", "01-heads:total"] == FULL
@@ -215,9 +215,9 @@ def test_the_whole_tamper_catalogue_through_autograde(attacks, tmp_path):
     assert all("passed in the notebook" in grades.loc[a, "problems"] for a in flagged)
     report = (tmp_path / "out" / "report.html").read_text()
     assert all(f"<li>{a}, 01-heads.ipynb: test_" in report for a in flagged)
-    assert all(by_student[a]["score"] <= HONEST for a in SABOTAGE)
+    assert all(by_student[a].score <= HONEST for a in SABOTAGE)
     feedback = (tmp_path / "out" / "feedback" / "writes-the-gradebook" / "01-heads" / "01-heads.html").read_text()
-    total = FULL + by_student["writes-the-gradebook"]["written_max_score"]
+    total = FULL + by_student["writes-the-gradebook"].written_max_score
     assert re.findall(r"Score: [\d.]+ / [\d.]+", feedback)[0] == f"Score: {HONEST} / {total}"  # not 104
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{tmp_path / 'out' / 'gradebook.db'}") as book:  # the class's, which Formgrader opens
@@ -393,16 +393,16 @@ def test_no_submission_reaches_outside_its_sandbox(containment_class, tmp_path, 
     try:
         results = autograde([containment_class], tmp_path / "out", GradingOptions(timeout=30, warm=not fresh),
                             workers=2, echo=lambda line: None)
-        by_student = {r["student"]: r for r in results.values()}
+        by_student = {r.student: r for r in results.values()}
         assert set(by_student) == {*CONTAINMENT, "right-one", "right-two", "wrong-too"}
         for attack, (what, *_) in CONTAINMENT.items():
-            got = by_student[attack]["score"]
+            got = by_student[attack].score
             # writing on every descriptor may break the kernel's own connection: its own loss only
             assert got == HONEST or (attack == "kills-the-server" and got < HONEST), \
-                (what, by_student[attack]["error"], by_student[attack]["tasks"])
-        assert by_student["right-one"]["score"] == by_student["right-two"]["score"] == FULL, "a classmate lost points"
-        assert by_student["wrong-too"]["score"] == HONEST, "a rigged check graded a classmate"
-        assert not any(r.get("flags") for s, r in by_student.items() if s in ("right-one", "right-two", "wrong-too"))
+                (what, by_student[attack].error, by_student[attack].tasks)
+        assert by_student["right-one"].score == by_student["right-two"].score == FULL, "a classmate lost points"
+        assert by_student["wrong-too"].score == HONEST, "a rigged check graded a classmate"
+        assert not any(r.flags for s, r in by_student.items() if s in ("right-one", "right-two", "wrong-too"))
         with pytest.raises(BlockingIOError):
             listener.accept()  # nobody called
     finally:
@@ -565,9 +565,9 @@ def test_a_second_file_for_one_student_and_a_formula_for_a_name_change_no_grade(
     formula = "=2+5+cmd|' -C calc'!A0"
     nbformat.write(submission("", "", ""), flat / f"{formula}_{SECTION}.ipynb")
     results = autograde([flat], tmp_path / "out", SAMPLE_CLASS, workers=1, echo=lambda line: None)
-    bob = [r for r in results.values() if r["student"] == "bob"]
-    assert len(bob) == 2 and all(r["score"] == 0 and r["grader_failure"] for r in bob)
-    assert all(f"bob_{SECTION}.ipynb" in r["error"] and f"bob_{SECTION}~.ipynb" in r["error"] for r in bob)
+    bob = [r for r in results.values() if r.student == "bob"]
+    assert len(bob) == 2 and all(r.score == 0 and r.grader_failure for r in bob)
+    assert all(f"bob_{SECTION}.ipynb" in r.error and f"bob_{SECTION}~.ipynb" in r.error for r in bob)
     assert not (tmp_path / "out" / "feedback" / "bob").exists()
     with open(tmp_path / "out" / "grades.csv", newline="") as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}

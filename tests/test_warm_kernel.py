@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -202,9 +203,9 @@ def test_fresh_and_warm_kernels_grade_a_notebook_alike(tmp_path):
     notebook = sample_class.CLASS / "dot" / "02-positions.ipynb"  # the catalogue's typical mistakes
     results = [grading.GradingCourse(tmp_path / kind, GradingOptions(warm=kind == "warm")).grade(notebook)
                for kind in ("fresh", "warm")]
-    fresh, warm_ = ({k: v for k, v in r.items() if k != "notebook"} for r in results)
+    fresh, warm_ = (replace(r, notebook="") for r in results)  # every field but the notebook
     assert fresh == warm_
-    assert fresh["score"] < fresh["max_score"] and all(t["message"] for t in fresh["tasks"] if not t["score"])
+    assert fresh.score < fresh.max_score and all(t.message for t in fresh.tasks if not t.score)
 
 
 def test_a_kernel_has_its_memory_limit(tmp_path, monkeypatch):
@@ -249,7 +250,7 @@ def test_a_stopped_server_is_started_again_and_one_that_cannot_start_leaves_fres
     course.kernels.server.kill()
     course.kernels.server.wait()
     result = course.grade(notebook)
-    assert result["score"] == result["max_score"] and course.kernels.alive()
+    assert result.score == result.max_score and course.kernels.alive()
 
     def cannot_start(self, timeout=120):
         self.close()
@@ -257,5 +258,5 @@ def test_a_stopped_server_is_started_again_and_one_that_cannot_start_leaves_fres
     monkeypatch.setattr(WarmKernels, "wait", cannot_start)
     course = grading.GradingCourse(tmp_path / "another")
     result = course.grade(notebook)
-    assert result["score"] == result["max_score"] and course.kernels is None
+    assert result.score == result.max_score and course.kernels is None
     assert "the warm-kernel server did not start: grading with fresh kernels" in capsys.readouterr().err
