@@ -669,8 +669,11 @@ def test_on_a_cluster_the_submissions_go_to_its_scheduler_and_this_machine_needs
         sent.append((address, [key for key, _, _ in todo], start, versions))
         echo("sent to the cluster")
         worker._course = stand_in_class.course
-        for item in todo:
-            yield item, worker.grade(item[1].student, str(item[1].path))
+        for item in todo:  # a Dask worker grades a copy of the bytes sent, in a folder of its own
+            copy = tmp_path / "on a worker" / item[1].path.name
+            copy.parent.mkdir(exist_ok=True)
+            copy.write_bytes(item[1].path.read_bytes())
+            yield item, worker.grade(item[1].student, str(copy))
     monkeypatch.setattr(cluster, "grade", grade_on_the_cluster)
     options = GradingOptions(timeout=30, memory_mb=1024, warm=False)
     results, lines = stand_in_class(hand_in, options=options, scheduler="tcp://grading:8786")
@@ -681,6 +684,7 @@ def test_on_a_cluster_the_submissions_go_to_its_scheduler_and_this_machine_needs
     assert versions == fingerprint.grading_versions(options)
     assert lines == ["2 submissions, 0 already graded, 2 to grade", "sent to the cluster"]
     assert [results[key].score for key in keys] == [2.0, 2.0]
+    assert [results[key].notebook for key in keys] == [str(hand_in / f"{s}_01-heads.ipynb") for s in ("ada", "ben")]
     assert results[keys[0]].version == versions["01-heads"]
     assert {k: Result.from_json(r) for k, r in json.loads((stand_in_class.out / "results.json").read_text()).items()} == results
 

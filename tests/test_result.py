@@ -37,6 +37,9 @@ def test_a_result_kept_by_an_earlier_grader_reads_with_the_fields_it_lacks_at_th
     assert result.tasks == (Task("test_f", 2.0, 2.0),) and result.score == 2.0 and result.repairs == ()
     # the sums are counted from the tasks, never read: a record cannot disagree with itself
     assert Result.from_json({**old, "score": 9.0, "max_score": 9.0}).score == 2.0
+    # a record of a notebook not graded may hold no tasks at all
+    assert Result.from_json({"notebook": "x.ipynb", "section": None, "error": "not JSON"}) == \
+        Result("x.ipynb", None, error="not JSON")
 
 
 def test_the_graders_failure_is_no_score_and_says_so():
