@@ -217,8 +217,8 @@ def checks(notebook, section, repeats=3):
 def kernel_start(warm, sandboxed, times=3):
     """Median seconds from asking for a grading course's kernel to its first reply."""
     from jupyter_client.manager import KernelManager
-    from grader.grading import GradingCourse
-    course = GradingCourse(options=GradingOptions(warm=warm, sandboxed=sandboxed))
+    from grader.notebook_grader import NotebookGrader
+    course = NotebookGrader(options=GradingOptions(warm=warm, sandboxed=sandboxed))
     if course.kernels:
         course.kernels.wait()
     seconds = []
@@ -291,12 +291,12 @@ def breakdown(warm, timeout, sections=SECTIONS, sandboxed=True):
     work; the rest is nbgrader's and the grader's (reading, preprocessing, gradebook, writing)."""
     import nbformat
     from grader import judge, probe
-    from grader.grading import GradingCourse
+    from grader.notebook_grader import NotebookGrader
     from grader.setup_cell import TAG
     start_kernel = kernel_start(warm, sandboxed)
     rows = []
     for section in sections:
-        course = GradingCourse(options=GradingOptions(timeout=timeout, warm=warm, sandboxed=sandboxed))
+        course = NotebookGrader(options=GradingOptions(timeout=timeout, warm=warm, sandboxed=sandboxed))
         course.register(section)  # registration is paid once per class, not per notebook
         if course.kernels:
             course.kernels.wait()

@@ -57,7 +57,8 @@ def formgrader(args):
               f"{args.folder}` first", file=sys.stderr)
         return 2
     from traitlets.config import Config
-    from grader.gradebook import configure
+    from grader.class_folder import configure, write_config
+    write_config(folder)  # a folder graded by an earlier grader reads this checkout's settings
     try:  # here, where an error reaches the instructor, and not in the server, which would log it and go on
         configure(Config(), folder / "nbgrader_config.py")  # records the checks' results if this state of the course has none
     except Exception as error:
@@ -79,7 +80,7 @@ def export(args):
     from pathlib import Path
     from grader import results as results_store
     from grader.export import write_tables
-    from grader.gradebook import written_progress
+    from grader.class_folder import written_progress
     from grader.similar import keep_threshold
     folder = Path(args.folder)
     store = folder / "results.json"
@@ -102,7 +103,7 @@ def demo(args):
     from grader.autograde import autograde as grade_class
     from grader.export import write_tables
     from grader.course import ROOT
-    from grader.gradebook import enter_grades
+    from grader.class_folder import enter_grades
     from grader.options import GradingOptions
     from grader.release import release as build_release
     from grader.sample_class import CLASS, GRADED_BY_HAND
@@ -166,9 +167,9 @@ def _check(args, options):
             return check_server.grade(args.notebook, options)
         except check_server.Unusable as error:
             print(f"{error}: grading in this process", file=sys.stderr)
-    from grader.grading import GradingCourse, NotGradable  # only here: torch alone takes 1.5 s, a third of a warm check
+    from grader.notebook_grader import NotebookGrader, NotGradable  # only here: torch alone takes 1.5 s, a third of a warm check
     try:
-        return GradingCourse(options=options).grade(args.notebook)
+        return NotebookGrader(options=options).grade(args.notebook)
     except NotGradable as error:
         raise check_server.NotGradable(str(error)) from None
 

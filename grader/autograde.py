@@ -1,8 +1,8 @@
 """Autograde a class: collect submissions, grade them in parallel with nbgrader, and write the
-class's nbgrader course folder (grader/gradebook.py), its results (grader/results.py) and its
+class's nbgrader course folder (grader/class_folder.py), its results (grader/results.py) and its
 tables (grader/export.py).
 
-Each worker process (grader.worker) owns a GradingCourse (its own nbgrader course folder and
+Each worker process (grader.worker) owns a NotebookGrader (its own nbgrader course folder and
 gradebook, which starts as a copy of the class's sections), so the workers never share a
 database; grader.schedule hands them the notebooks, the longest expected first, and the main
 process alone writes their results into the class's gradebook.
@@ -33,7 +33,7 @@ DEFAULT_PATTERN = r"^(?P<student>[^_.]+)"
 class Submission:
     student: str
     path: Path
-    section: str | None = None  # found from its content (grading.identify); None: none found
+    section: str | None = None  # found from its content (notebook_grader.identify); None: none found
 
 
 def collect(inputs, pattern=DEFAULT_PATTERN, unpack_to=None):
@@ -76,7 +76,7 @@ def _placed(submissions):
     """The submissions with their sections, found from their content as grading finds them: the
     one place a notebook's section is decided. A notebook that cannot be read or placed keeps
     None, and grading says why."""
-    from grader.grading import NotGradable, identify, read_notebook
+    from grader.notebook_grader import NotGradable, identify, read_notebook
     placed = []
     for submission in submissions:
         try:
@@ -123,11 +123,11 @@ def autograde(inputs, out, options=GradingOptions(), workers=None, pattern=DEFAU
     from grader.sandbox import check_available
     if options.sandboxed and not scheduler:
         check_available()  # before anything is written: raises sandbox.Unavailable, saying why
-    from grader import gradebook, release
+    from grader import class_folder, release
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     submissions = _placed(collect(inputs, pattern, unpack_to=out / "unpacked"))
-    gradebook.prepare(out, release.sections_with_solutions(), options)
+    class_folder.prepare(out, release.sections_with_solutions(), options)
     store = out / "results.json"
     results = results_store.settled(store)
     versions = fingerprint.grading_versions(options)
@@ -143,7 +143,7 @@ def autograde(inputs, out, options=GradingOptions(), workers=None, pattern=DEFAU
         with tempfile.TemporaryDirectory() as template:
             # the workers' courses start from a copy of the class's sections, which no worker
             # reads while the main process writes the class's gradebook
-            start = (gradebook.sections_copy(out, Path(template)), options)
+            start = (class_folder.sections_copy(out, Path(template)), options)
             if scheduler:
                 from grader import cluster
                 graded = cluster.grade(scheduler, todo, start, versions, echo)
@@ -161,14 +161,14 @@ def write_as_graded(graded, count, out, store, results, versions):
     it comes: its feedback page, the class's gradebook, its Result in `results` and the store's
     journal, a line on the progress bar; then `store` whole (grader.results)."""
     from tqdm.auto import tqdm
-    from grader import gradebook
+    from grader import class_folder
     with tqdm(total=count, unit="notebook", desc="grading") as bar, results_store.Recording(store, results) as add:
         for (key, submission, digest), done in graded:
             section = done.result.section or submission.section  # a failed one's too
             result = replace(done.result, notebook=str(submission.path), section=section, sha256=digest,
                              version=versions.get(section))
             result = replace(result, feedback=_write_feedback(out, result, done.feedback_html))
-            gradebook.record(out, result, done.files)
+            class_folder.record(out, result, done.files)
             add(key, result)
             bar.write(_line(result))
             bar.update(1)

@@ -3,7 +3,7 @@
 A check in a new process spends most of its time starting: Python, nbgrader, and the warm-kernel
 server importing torch, pandas, matplotlib and scikit-learn (grader.warm_kernel). Students check
 often, so `python -m grader check` hands the notebook to a server that has done all that once, and
-the grading itself is the same `GradingCourse.grade` as in process: each notebook in a fresh
+the grading itself is the same `NotebookGrader.grade` as in process: each notebook in a fresh
 sandboxed kernel forked from the warm one, the judge outside it.
 
 - **Which server.** Each server has a key: a SHA-256 of everything a grade depends on (the
@@ -57,8 +57,8 @@ class Unusable(Exception):
 
 
 class NotGradable(Exception):
-    """The server's grading.NotGradable: a file no grader can grade; the message says why. (Its own
-    class: the client does not import grading, and with it torch.)"""
+    """The server's notebook_grader.NotGradable: a file no grader can grade; the message says why. (Its own
+    class: the client does not import notebook_grader, and with it torch.)"""
 
 
 # --- where the servers live ------------------------------------------------------------------
@@ -155,7 +155,7 @@ def serve(server_key, options, idle=IDLE):
     """Hold the lock of `server_key`, open a grading course with `options`, and grade the
     notebooks clients send until `idle` seconds pass without one. Returns 0, or 1 when another
     server of the same key already runs."""
-    from grader.grading import GradingCourse, NotGradable
+    from grader.notebook_grader import NotebookGrader, NotGradable
     folder = _Folder(base_folder())
     lock = open(folder.path / f"{server_key}.lock", "a+")
     try:
@@ -173,7 +173,7 @@ def serve(server_key, options, idle=IDLE):
     listener.listen(8)
     course = None
     try:
-        course = GradingCourse(options=options)
+        course = NotebookGrader(options=options)
         print(f"serving {server_key} for {ROOT}", file=sys.stderr, flush=True)
         while select.select([listener], [], [], idle)[0]:
             connection, _ = listener.accept()

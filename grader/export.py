@@ -16,7 +16,7 @@ def write_tables(out, results):
     """grades.csv, similar.csv and report.html under `out`, from the results and the grades entered
     by hand in the class's gradebook (what `python -m grader export` writes again after
     Formgrader); the similar pairs at the threshold the class folder keeps (grader.similar)."""
-    from grader.gradebook import manual_grades
+    from grader.class_folder import manual_grades
     from grader.report import write_report
     from grader.similar import table, write_similar
     write_grades(out / "grades.csv", results, manual_grades(out))
@@ -32,9 +32,9 @@ def write_grades(path, results, manual):
     for a grade; and the problems: submissions that could not be graded, cells interrupted at the
     time limit, and checks that the notebook and the grader judged differently.
 
-    `manual`: the grades entered by hand (grader.gradebook.manual_grades); one given to an
+    `manual`: the grades entered by hand (grader.class_folder.manual_grades); one given to an
     autograded task replaces its score. A written answer is empty until graded."""
-    from grader.gradebook import written_questions
+    from grader.class_folder import written_questions
     graded = [r for r in results.values() if not r.error]
     tasks = {}  # section -> task ids in notebook order, from its most complete submission
     for result in graded:

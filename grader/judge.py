@@ -13,7 +13,7 @@ student would see: the in-notebook result; the kernel never learns the hidden te
 which its sandbox does not hold); then the judge checks the task, hidden tests included, and its
 verdict becomes the cell's output, which is what nbgrader scores. Each verdict is also handed to
 the function in its setting `on_verdict`, which the grader sets for each notebook it grades
-(grader.grading) and takes the scores from: not from a gradebook the submission could have written
+(grader.notebook_grader) and takes the scores from: not from a gradebook the submission could have written
 to.
 """
 

@@ -1,6 +1,6 @@
 """nbgrader's settings, one definition for every course folder of the grader: the release
-(grader.release), the grading courses (grader.grading) and the class's course folder
-(grader.gradebook); and the schema version a new gradebook is stamped with."""
+(grader.release), the grading courses (grader.notebook_grader) and the class's course folder
+(grader.class_folder); and the schema version a new gradebook is stamped with."""
 
 import os
 import sys
@@ -45,7 +45,7 @@ def nbgrader_api(*args, **kwargs):
 def nbgrader_config(root, release_dir, db, source="solutions", timeout=GradingOptions.timeout, kernel=None, judged=False,
                     sockets=None):
     """nbgrader's settings for a course in `root`: one definition for the release, the grading
-    courses (grader/grading.py) and the class's course folder (grader/gradebook.py)."""
+    courses (grader/notebook_grader.py) and the class's course folder (grader/class_folder.py)."""
     import nbgrader.api
     from traitlets.config import Config
     nbgrader.api.get_alembic_version = alembic_head

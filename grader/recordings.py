@@ -1,5 +1,5 @@
 """The results the checks compare with, recorded: the student edition ships them (grader.publish),
-and the grading kernels' sandbox shows them in place of grader/references (grader.grading).
+and the grading kernels' sandbox shows them in place of grader/references (grader.notebook_grader).
 
 A check asks grader.references for each result it compares with; `record` runs every check with
 the model answers and the catalogue inside `references.recording()`, and keeps what was asked.

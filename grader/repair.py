@@ -16,7 +16,7 @@ written down, so the student and the instructor see what was done:
 
 Under nbgrader, `RepairSubmission` does this as the first step of autograding, so that plain
 `nbgrader autograde` in a class's folder repairs as `grader autograde` does; it hands the notes to
-the function in its setting `on_repaired`, which the grader sets for each notebook (grader.grading).
+the function in its setting `on_repaired`, which the grader sets for each notebook (grader.notebook_grader).
 """
 
 import copy

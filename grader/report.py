@@ -34,7 +34,7 @@ class Counts:
 def write_report(out, results, similar=None):
     """Write report.html and scores.png under `out`; returns the report's path. `similar`: the
     (threshold, listed pairs) of grader.similar.write_similar, or None for no such part."""
-    from grader.gradebook import written_progress
+    from grader.class_folder import written_progress
     from grader.similar import report_section
     out = Path(out)
     counts = count(results, _catalogued())
@@ -93,7 +93,7 @@ def plot_scores(graded, path):
 
 def html_report(out, counts, written, similar):
     """The report's page for the class graded into `out`, from its Counts, the progress of the
-    written answers graded by hand (grader.gradebook.written_progress) and the similar pairs'
+    written answers graded by hand (grader.class_folder.written_progress) and the similar pairs'
     part (HTML, grader.similar.report_section)."""
     c = counts
     rows = "".join(f"<tr><td>{escape(s)}</td><td>{escape(t)}</td><td>{p}/{n}</td><td>{100 * p / n:.0f}%</td></tr>"

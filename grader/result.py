@@ -23,7 +23,7 @@ class Result:
     The class run adds what the store keys a re-run on (`sha256`, `version`: grader.fingerprint) and
     the feedback page's path in the class folder."""
     notebook: str
-    section: str | None  # found from its content (grader.grading.identify); None: none found
+    section: str | None  # found from its content (grader.notebook_grader.identify); None: none found
     student: str = "self"
     tasks: tuple[Task, ...] = ()
     written_max_score: float = 0.0  # the points of the written answers, graded by hand

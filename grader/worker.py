@@ -1,5 +1,5 @@
 """One grading process, a worker of the local pool (grader.schedule) or of a Dask cluster
-(grader.cluster): its own GradingCourse, started once, grading one notebook at a time. `grade`
+(grader.cluster): its own NotebookGrader, started once, grading one notebook at a time. `grade`
 never raises: whatever happens becomes the notebook's result."""
 
 import time
@@ -7,14 +7,14 @@ from dataclasses import dataclass, replace
 
 from grader.result import Result
 
-_course = None  # this worker's GradingCourse
+_course = None  # this worker's NotebookGrader
 _started_with = None  # what it was started with, to start a fresh one after a grader failure
 
 
 @dataclass(frozen=True)
 class Graded:
     """What a worker hands back for one notebook: its Result, and for the class's folder the
-    feedback page and the notebooks (grader.grading.GradingCourse.graded_files) when it was graded."""
+    feedback page and the notebooks (grader.notebook_grader.NotebookGrader.graded_files) when it was graded."""
     result: Result
     feedback_html: str | None = None
     files: dict | None = None
@@ -24,10 +24,10 @@ def start(template, options):
     """Start this process's grading course from the class's sections in `template`, grading with
     `options` (grader.options.GradingOptions)."""
     global _course, _started_with
-    from grader.grading import GradingCourse
+    from grader.notebook_grader import NotebookGrader
     # Each worker has its own warm-kernel server (in a sandbox of its own): no submission of one
     # worker can reach another's kernels.
-    _course = GradingCourse(options=options, template=template)
+    _course = NotebookGrader(options=options, template=template)
     _started_with = (template, options)
 
 
@@ -49,7 +49,7 @@ def grade(student, path, attempts=2):
     student's zero when the submission caused it, as a grader failure when the grader did. After a
     grader failure the worker starts a fresh course and grades the notebook again, `attempts` in
     all."""
-    from grader.grading import GraderFailure, NotGradable
+    from grader.notebook_grader import GraderFailure, NotGradable
     started = time.perf_counter()
     try:
         try:

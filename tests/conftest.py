@@ -325,7 +325,7 @@ LONGEST_FIRST = (
     "tests/test_tamper.py", "tests/test_catalogue_nbgrader.py", "tests/test_bench.py",
     "tests/test_platforms.py::TestReleaseAloneOnKaggle", "tests/test_platforms.py::TestReleaseAloneOnColab",
     "tests/test_platforms.py::TestReleaseAloneOnNewest", "tests/test_cluster.py", "tests/test_grader.py",
-    "tests/test_gradebook.py", "tests/test_release_alone.py", "tests/test_browser.py", "tests/test_replay.py",
+    "tests/test_class_folder.py", "tests/test_release_alone.py", "tests/test_browser.py", "tests/test_replay.py",
     "solutions/06-tiny-transformer", "solutions/07-banking77",
 )
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import autograde, export, fingerprint, grading, schedule, worker
+from grader import autograde, export, fingerprint, notebook_grader, schedule, worker
 from grader import results as results_store
 from grader.course import SECTIONS
-from grader.gradebook import written_questions
+from grader.class_folder import written_questions
 from grader.options import GradingOptions
 from grader.result import Result, Task
 
@@ -83,7 +83,7 @@ class StandInCourse:
 
     def check_own_files(self):
         if self.broken:
-            raise grading.GraderFailure("this worker's gradebook gradebook.db cannot be read (file is not a database)")
+            raise notebook_grader.GraderFailure("this worker's gradebook gradebook.db cannot be read (file is not a database)")
 
     def close(self):
         self.closed += 1
@@ -92,11 +92,11 @@ class StandInCourse:
         spec = json.loads(Path(path).read_text())
         self.graded.append((student, Path(path).name))
         if "refuse" in spec:
-            raise grading.NotGradable(spec["refuse"])
+            raise notebook_grader.NotGradable(spec["refuse"])
         if "crash" in spec:
             raise RuntimeError(spec["crash"])
         if "grader_fails" in spec:
-            raise grading.GraderFailure(spec["grader_fails"])
+            raise notebook_grader.GraderFailure(spec["grader_fails"])
         tasks = tuple(Task(f"test_{name}", float(points), 2.0, "" if points == 2 else f"AssertionError: {name} is wrong")
                       for name, points in spec["scores"].items())
         return Result(str(path), spec["section"], student, tasks, 4.0, repairs=tuple(spec.get("repairs", [])),
@@ -152,7 +152,7 @@ def _restarting(monkeypatch, first, fresh):
 def test_a_worker_records_the_graders_own_failure_as_such_after_a_fresh_course_fails_too(monkeypatch, tmp_path):
     class FailingCourse(StandInCourse):
         def grade(self, path, student="self"):
-            raise grading.GraderFailure("the warm-kernel server stopped twice")
+            raise notebook_grader.GraderFailure("the warm-kernel server stopped twice")
     first, fresh = FailingCourse(), FailingCourse()
     restarts = _restarting(monkeypatch, first, fresh)
     graded = worker.grade("ada", str(tmp_path / "ada_01-heads.ipynb"))
@@ -171,7 +171,7 @@ def test_a_gradebook_the_worker_cannot_read_is_its_failure_and_a_fresh_course_gr
 
     class BrokenCourse(StandInCourse):
         def grade(self, path, student="self"):
-            raise grading.NotGradable("nbgrader could not grade it: sqlite3.DatabaseError: file is not a database")
+            raise notebook_grader.NotGradable("nbgrader could not grade it: sqlite3.DatabaseError: file is not a database")
     first, fresh = BrokenCourse(), StandInCourse()
     first.broken = True
     restarts = _restarting(monkeypatch, first, fresh)
@@ -192,7 +192,7 @@ def test_a_gradebook_the_worker_cannot_read_is_its_failure_and_a_fresh_course_gr
 
 def test_a_worker_course_copies_the_template_with_the_options(monkeypatch):
     made = []
-    monkeypatch.setattr(grading, "GradingCourse", lambda **options: made.append(options) or "course")
+    monkeypatch.setattr(notebook_grader, "NotebookGrader", lambda **options: made.append(options) or "course")
     monkeypatch.setattr(worker, "_course", None)
     monkeypatch.setattr(worker, "_started_with", None)
     options = GradingOptions(timeout=45, memory_mb=2048)
@@ -219,7 +219,7 @@ def test_a_worker_stops_its_course_once_and_says_whether_it_has_one(monkeypatch)
 
 def test_a_worker_course_is_warm_or_fresh_sandboxed_or_not_as_asked(monkeypatch):
     made = []
-    monkeypatch.setattr(grading, "GradingCourse", lambda **options: made.append(options) or "course")
+    monkeypatch.setattr(notebook_grader, "NotebookGrader", lambda **options: made.append(options) or "course")
     monkeypatch.setattr(worker, "_course", None)
     monkeypatch.setattr(worker, "_started_with", None)
     options = GradingOptions(timeout=30, memory_mb=1024, sandboxed=False, warm=False)
@@ -363,8 +363,8 @@ def test_a_section_is_placed_by_its_place_in_the_course():
 
 
 def test_a_submission_is_placed_by_its_content_not_its_name(tmp_path, monkeypatch):
-    monkeypatch.setattr(grading, "read_notebook", _read_spec)
-    monkeypatch.setattr(grading, "identify", _spec_section)
+    monkeypatch.setattr(notebook_grader, "read_notebook", _read_spec)
+    monkeypatch.setattr(notebook_grader, "identify", _spec_section)
     named = _hand_in(tmp_path, "ada_01-heads.ipynb", section="03-norms", scores={})
     broken = _hand_in(tmp_path, "ben_03-norms.ipynb", refuse="not a notebook")
     assert autograde._placed([autograde.Submission("ada", named), autograde.Submission("ben", broken)]) == [
@@ -380,7 +380,7 @@ def stand_in_class(tmp_path, monkeypatch):
     options the class folder was prepared with, `grade.copies` the folders the workers' sections
     were copied from, `grade.pools` each pool's workers and what each worker started with,
     `grade.recorded` what went into the class's gradebook; `grade.manual` stands for the grades
-    entered by hand there (grader/gradebook.py has its own tests)."""
+    entered by hand there (grader/class_folder.py has its own tests)."""
     course = StandInCourse()
     started, pools, recorded, manual, copies = [], [], [], {}, []
 
@@ -394,20 +394,20 @@ def stand_in_class(tmp_path, monkeypatch):
 
     def record(folder, result, files):
         recorded.append((folder, result.student, result.section, files))
-    from grader import gradebook
-    monkeypatch.setattr(gradebook, "prepare",
+    from grader import class_folder
+    monkeypatch.setattr(class_folder, "prepare",
                         lambda folder, sections, options: started.append((folder, list(sections), options)))
-    monkeypatch.setattr(gradebook, "sections_copy", lambda folder, target: copies.append(folder) or Path(target))
-    monkeypatch.setattr(gradebook, "record", record)
-    monkeypatch.setattr(gradebook, "manual_grades", lambda folder: manual)
+    monkeypatch.setattr(class_folder, "sections_copy", lambda folder, target: copies.append(folder) or Path(target))
+    monkeypatch.setattr(class_folder, "record", record)
+    monkeypatch.setattr(class_folder, "manual_grades", lambda folder: manual)
     monkeypatch.setattr(worker, "start", start_worker)
     monkeypatch.setattr(autograde, "ProcessPoolExecutor", pool)
     monkeypatch.setattr(worker, "_course", None)
     monkeypatch.setattr(worker, "_started_with", None)
     from grader import sandbox
     monkeypatch.setattr(sandbox, "check_available", lambda: started.append("sandbox checked"))
-    monkeypatch.setattr(grading, "read_notebook", _read_spec)
-    monkeypatch.setattr(grading, "identify", _spec_section)
+    monkeypatch.setattr(notebook_grader, "read_notebook", _read_spec)
+    monkeypatch.setattr(notebook_grader, "identify", _spec_section)
     out = tmp_path / "graded" / "fall 2026"
 
     def grade(*inputs, **options):
@@ -424,12 +424,12 @@ def _read_spec(path):
     try:
         return json.loads(Path(path).read_text())
     except ValueError:
-        raise grading.NotGradable("not a readable notebook") from None
+        raise notebook_grader.NotGradable("not a readable notebook") from None
 
 
 def _spec_section(spec):
     if "section" not in spec:
-        raise grading.NotGradable("not a notebook of any section")
+        raise notebook_grader.NotGradable("not a notebook of any section")
     return spec["section"]
 
 

@@ -75,7 +75,7 @@ def test_the_key_changes_with_the_code_the_environment_and_the_options(tmp_path,
     notebooks), so whatever re-grades them also starts a new server; and the server's own code and
     the command that starts it, which the fingerprint leaves out."""
     checkout = tmp_path / "course"
-    edited = ["grader/grading.py", "grader/templates/feedback.tpl", "data/a.csv", "requirements.txt",
+    edited = ["grader/notebook_grader.py", "grader/templates/feedback.tpl", "data/a.csv", "requirements.txt",
               "solutions/01-heads/01-heads.ipynb", "grader/check_server.py", "grader/__main__.py"]
     for name in {*edited, *(f"solutions/{s}/{s}.ipynb" for s in SECTIONS)}:
         (checkout / name).parent.mkdir(parents=True, exist_ok=True)

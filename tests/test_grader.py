@@ -20,9 +20,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import autograde, export, fingerprint, grading, judge, nbconfig, release, sample_class, schedule
+from grader import autograde, export, fingerprint, notebook_grader, judge, nbconfig, release, sample_class, schedule
 from grader.course import ROOT, SECTIONS, release_notebook, solution_notebook
-from grader.gradebook import written_questions
+from grader.class_folder import written_questions
 from grader.options import SAMPLE_CLASS, GradingOptions
 from grader.repair import repair
 from grader.result import Result, Task
@@ -64,25 +64,25 @@ def test_collect_refuses_a_pattern_without_a_student_group(tmp_path):
 def test_unreadable_files_are_refused_with_the_reason(tmp_path):
     (tmp_path / "empty.ipynb").write_text("")
     (tmp_path / "cut.ipynb").write_text(release_notebook(FIRST).read_text()[:500])
-    with pytest.raises(grading.NotGradable, match="empty"):
-        grading.read_notebook(tmp_path / "empty.ipynb")
-    with pytest.raises(grading.NotGradable, match="not valid notebook JSON"):
-        grading.read_notebook(tmp_path / "cut.ipynb")
+    with pytest.raises(notebook_grader.NotGradable, match="empty"):
+        notebook_grader.read_notebook(tmp_path / "empty.ipynb")
+    with pytest.raises(notebook_grader.NotGradable, match="not valid notebook JSON"):
+        notebook_grader.read_notebook(tmp_path / "cut.ipynb")
 
 
 @pytest.mark.parametrize("section", release.sections_with_solutions())
 def test_a_notebook_is_identified_with_or_without_its_metadata(section):
     notebook = nbformat.read(release_notebook(section), as_version=4)
-    assert grading.identify(notebook) == section
+    assert notebook_grader.identify(notebook) == section
     for cell in notebook.cells:
         cell.metadata = {}
-    assert grading.identify(notebook) == section
+    assert notebook_grader.identify(notebook) == section
 
 
 def test_a_notebook_of_no_section_is_not_gradable():
     other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
-    with pytest.raises(grading.NotGradable, match="not a notebook of any section"):
-        grading.identify(other)
+    with pytest.raises(notebook_grader.NotGradable, match="not a notebook of any section"):
+        notebook_grader.identify(other)
 
 
 def test_repair_restores_stripped_metadata_by_id_and_by_content():
@@ -128,7 +128,7 @@ def test_repair_puts_back_a_deleted_check_and_ungrades_a_duplicate():
 
 def test_a_dead_kernel_is_named_in_one_line():
     log = 'Traceback...\n    nbclient.exceptions.DeadKernelError: Kernel died\n[ERROR] There was an error'
-    assert "kernel died" in grading._reason(log)
+    assert "kernel died" in notebook_grader._reason(log)
 
 
 def test_grading_starts_untimed_sections_then_the_longest_and_keeps_students_in_order():
@@ -215,7 +215,7 @@ def test_an_alembic_command_that_fails_gives_no_revision(tmp_path, monkeypatch):
 
 
 def test_check_json_gives_the_solution_full_marks_and_the_release_zero(tmp_path):
-    course = grading.GradingCourse(tmp_path / "course")
+    course = notebook_grader.NotebookGrader(tmp_path / "course")
     solved = course.grade(sample_class.CLASS / "ada" / f"{FIRST}.ipynb")
     assert solved.section == FIRST and solved.score == solved.max_score > 0
     assert all(t.message == "" for t in solved.tasks)
@@ -237,13 +237,13 @@ def test_a_kernels_sandbox_shows_banking77_and_only_the_visible_checks_results_b
     which would not hide them anyway)."""
     from grader import recordings
     monkeypatch.setenv("BANKING77_DIR", str(banking77_dir))
-    sandboxed = grading.kernel_settings(tmp_path, GradingOptions(memory_mb=1536))
+    sandboxed = notebook_grader.kernel_settings(tmp_path, GradingOptions(memory_mb=1536))
     assert stat.S_IMODE((tmp_path / "sockets").stat().st_mode) == 0o700
     assert sandboxed["sockets"] == str(tmp_path / "sockets") and sandboxed["limits"]["memory_mb"] == 1536
     assert sandboxed["env"]["BANKING77_DIR"] == str(banking77_dir)
     assert sandboxed["replaced"] == {str(ROOT / "grader" / "references"): str(recordings.kernel_references())}
     (tmp_path / "trusted").mkdir()
-    unconfined = grading.kernel_settings(tmp_path / "trusted", GradingOptions(sandboxed=False))
+    unconfined = notebook_grader.kernel_settings(tmp_path / "trusted", GradingOptions(sandboxed=False))
     assert unconfined["sandboxed"] is False and unconfined["replaced"] == {}
 
 
@@ -252,10 +252,10 @@ def test_a_course_hands_nbgrader_its_kernels_with_their_sandbox_and_where_the_co
     file; forked ones come from the course's own warm server; and kernels that are not sandboxed
     inherit this process's environment, so it says where the course is."""
     monkeypatch.delenv("COURSE_ROOT", raising=False)
-    fresh = grading.GradingCourse(tmp_path / "fresh", GradingOptions(sandboxed=False, warm=False))
+    fresh = notebook_grader.NotebookGrader(tmp_path / "fresh", GradingOptions(sandboxed=False, warm=False))
     assert os.environ["COURSE_ROOT"] == str(ROOT)
     assert json.loads((fresh.folder / "fresh" / "sandbox.json").read_text()) == json.loads(json.dumps(fresh.settings))
-    warm = grading.GradingCourse(tmp_path / "warm", GradingOptions(sandboxed=False))
+    warm = notebook_grader.NotebookGrader(tmp_path / "warm", GradingOptions(sandboxed=False))
     try:
         assert warm.kernels is not None and warm.api.config.Execute.kernel_name == warm.kernels.name
         assert fresh.api.config.Execute.kernel_name != warm.kernels.name
@@ -268,7 +268,7 @@ def test_a_notebook_whose_warm_kernel_server_stopped_is_graded_once_more_then_gi
     is the grader's doing, so the notebook runs once more on kernels made ready again; a second
     such failure is a GraderFailure, never the student's zero."""
     section, outcomes, readied = "05-block", [], []
-    course = grading.GradingCourse(tmp_path / "course", FRESH)
+    course = notebook_grader.NotebookGrader(tmp_path / "course", FRESH)
 
     def autograde(assignment, student, **options):
         if not outcomes.pop(0):
@@ -290,7 +290,7 @@ def test_a_notebook_whose_warm_kernel_server_stopped_is_graded_once_more_then_gi
     assert outcomes == [] and len(readied) == 2  # before the first run, and again before the second
     assert result.section == section and result.repairs == ()  # no repair ran: nothing to say
     outcomes += [False, False]
-    with pytest.raises(grading.GraderFailure, match="^the warm-kernel server stopped twice while grading this notebook$"):
+    with pytest.raises(notebook_grader.GraderFailure, match="^the warm-kernel server stopped twice while grading this notebook$"):
         course.grade(solution_notebook(section))
     assert outcomes == [] and len(readied) == 4
 
@@ -298,7 +298,7 @@ def test_a_notebook_whose_warm_kernel_server_stopped_is_graded_once_more_then_gi
 def test_the_scores_are_the_judges_verdicts_and_each_disagreement_is_flagged(tmp_path, monkeypatch):
     """grade() without nbgrader's run: the verdicts it would leave are set here, one run at a time."""
     section, runs, recorded, late = "05-block", [], [], []
-    course = grading.GradingCourse(tmp_path / "course", FRESH)
+    course = notebook_grader.NotebookGrader(tmp_path / "course", FRESH)
 
     def autograde(assignment, student, **options):
         folder = course.folder / "autograded" / student / assignment
@@ -348,7 +348,7 @@ def test_a_worker_sends_the_last_submission_as_handed_in_and_as_graded(tmp_path,
     """The files `grader autograde` puts in the class's folder, as a worker's course has them;
     nbgrader's run stands in, leaving the solution as the graded notebook."""
     section = "05-block"
-    course = grading.GradingCourse(tmp_path / "course", FRESH)
+    course = notebook_grader.NotebookGrader(tmp_path / "course", FRESH)
 
     def autograde(assignment, student, **options):
         folder = course.folder / "autograded" / student / assignment
@@ -398,10 +398,10 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
     handed_in = tmp_path / "handed in" / "ada_05-block.ipynb"
     handed_in.parent.mkdir()
     nbformat.write(notebook, handed_in)
-    template = grading.GradingCourse(tmp_path / "template", FRESH)
+    template = notebook_grader.NotebookGrader(tmp_path / "template", FRESH)
     template.register(section)
     assert template.registered == {section} and template.kernels is None
-    course = grading.GradingCourse(tmp_path / "course" / "nested", GradingOptions(timeout=4, memory_mb=1536),
+    course = notebook_grader.NotebookGrader(tmp_path / "course" / "nested", GradingOptions(timeout=4, memory_mb=1536),
                                    template=template.folder)
     try:
         assert course.registered == {section} and course.settings["limits"]["memory_mb"] == 1536
@@ -457,7 +457,7 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
         # ada hands in again: a notebook that kills its kernel, then the model answer
         block.source = "import os\nos._exit(3)"
         nbformat.write(notebook, handed_in)
-        with pytest.raises(grading.NotGradable, match=r"^the kernel died while running the notebook"):
+        with pytest.raises(notebook_grader.NotGradable, match=r"^the kernel died while running the notebook"):
             course.grade(handed_in, student="ada")
         shutil.copy(solution_notebook(section), handed_in)
         assert course.grade(handed_in, student="ada").score == 7.0
@@ -470,7 +470,7 @@ def test_one_notebook_is_graded_task_by_task_with_its_repairs_time_limit_feedbac
 def test_a_course_lives_in_its_folder_or_a_temporary_one_and_restarts_from_a_template(tmp_path):
     """No kernel runs here: the course's folder, its default time limit, and a worker's course
     started again from the template in the folder it used before."""
-    course = grading.GradingCourse(tmp_path, FRESH)  # a folder that exists already
+    course = notebook_grader.NotebookGrader(tmp_path, FRESH)  # a folder that exists already
     course.register("05-block")
     assert course.folder == tmp_path and (tmp_path / "gradebook.db").is_file()
     assert (tmp_path / "release" / "05-block" / "05-block.ipynb").is_file()
@@ -478,16 +478,16 @@ def test_a_course_lives_in_its_folder_or_a_temporary_one_and_restarts_from_a_tem
     # a folder used before, its release since changed: registering again writes it afresh
     release = tmp_path / "release" / "05-block" / "05-block.ipynb"
     release.write_text("{}")
-    grading.GradingCourse(tmp_path, FRESH).register("05-block")
+    notebook_grader.NotebookGrader(tmp_path, FRESH).register("05-block")
     assert nbformat.read(release, as_version=4).cells
-    scratch = [grading.GradingCourse(options=FRESH) for _ in range(2)]  # grader check's: a folder of its own
+    scratch = [notebook_grader.NotebookGrader(options=FRESH) for _ in range(2)]  # grader check's: a folder of its own
     folders = [c.folder for c in scratch]
     assert folders[0] != folders[1] and all(f.is_dir() and tmp_path not in f.parents for f in folders)
     del scratch
     gc.collect()
     assert not any(f.exists() for f in folders)  # nothing left behind once the course is gone
     for _ in range(2):
-        again = grading.GradingCourse(tmp_path / "worker", FRESH, template=tmp_path)
+        again = notebook_grader.NotebookGrader(tmp_path / "worker", FRESH, template=tmp_path)
         assert again.registered == {"05-block"}
         assert (tmp_path / "worker" / "gradebook.db").read_bytes() == (tmp_path / "gradebook.db").read_bytes()
 
@@ -496,7 +496,7 @@ def test_a_course_whose_gradebook_cannot_be_read_says_so_and_names_it(tmp_path):
     """Issue 41: a worker's gradebook overwritten (through a link the judge once followed) gave the
     next students nbgrader's sqlite3.DatabaseError as their zero. The course now tells its own
     failure from theirs (worker.grade asks it after every failed grade)."""
-    course = grading.GradingCourse(tmp_path, FRESH)
+    course = notebook_grader.NotebookGrader(tmp_path, FRESH)
     course.register("05-block")
     course.check_own_files()  # sound: nothing to say
     db = tmp_path / "gradebook.db"
@@ -504,17 +504,17 @@ def test_a_course_whose_gradebook_cannot_be_read_says_so_and_names_it(tmp_path):
     for damage in (b"SQLite format 3\0" + b"\xff" * (len(sound) - 16), b"not a database\n" * 300, b""):
         db.write_bytes(damage)
         if damage:
-            with pytest.raises(grading.GraderFailure, match=rf"^this worker's gradebook {re.escape(str(db))} cannot be read \(.+\)$"):
+            with pytest.raises(notebook_grader.GraderFailure, match=rf"^this worker's gradebook {re.escape(str(db))} cannot be read \(.+\)$"):
                 course.check_own_files()
     db.unlink()
-    with pytest.raises(grading.GraderFailure, match=r"cannot be read \(unable to open database file\)"):
+    with pytest.raises(notebook_grader.GraderFailure, match=r"cannot be read \(unable to open database file\)"):
         course.check_own_files()
     db.write_bytes(sound)
     course.check_own_files()
 
 
 def test_each_failed_nbgrader_step_is_named_with_nbgrader_s_reason(tmp_path):
-    course = grading.GradingCourse(tmp_path, FRESH)
+    course = notebook_grader.NotebookGrader(tmp_path, FRESH)
     course.register("05-block")
     course.api.generate_assignment = lambda *args, **kwargs: {"success": False, "error": "a broken source"}
     with pytest.raises(RuntimeError, match=r"^nbgrader could not register 02-positions:\na broken source$"):
@@ -522,7 +522,7 @@ def test_each_failed_nbgrader_step_is_named_with_nbgrader_s_reason(tmp_path):
     # nbgrader fails with no log to read: the reason comes from its error
     course.api.autograde = lambda *args, **kwargs: {"success": False, "log": "",
                                                     "error": "Traceback (most recent call last):\nValueError: no kernel"}
-    with pytest.raises(grading.NotGradable, match=r"^nbgrader could not grade it: ValueError: no kernel$"):
+    with pytest.raises(notebook_grader.NotGradable, match=r"^nbgrader could not grade it: ValueError: no kernel$"):
         course.grade(release_notebook("05-block"), student="ada")
     course.api.generate_feedback = lambda *args, **kwargs: {"success": False, "error": "no such submission"}
     with pytest.raises(RuntimeError, match=r"^nbgrader could not write feedback:\nno such submission$"):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from jupyter_client.manager import KernelManager
 
-from grader import grading, sandbox
+from grader import notebook_grader, sandbox
 from grader.judge import check_cells
 from grader.options import GradingOptions
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    course = grading.GradingCourse(tmp_path_factory.mktemp("course"), GradingOptions(warm=False, memory_mb=2048))
+    course = notebook_grader.NotebookGrader(tmp_path_factory.mktemp("course"), GradingOptions(warm=False, memory_mb=2048))
     yield course
     course.close()
 

@@ -122,9 +122,9 @@ def _tables(out, entries, monkeypatch):
     """grader.export.write_tables on results made of `entries` (Results of student, section, notebook),
     each scored 1 of 1 on one task; the gradebook and the catalogue's names left out (they have
     tests of their own). Returns similar.csv's rows as dicts."""
-    from grader import gradebook, report
-    monkeypatch.setattr(gradebook, "manual_grades", lambda out: {})
-    monkeypatch.setattr(gradebook, "written_progress", lambda out: [])
+    from grader import class_folder, report
+    monkeypatch.setattr(class_folder, "manual_grades", lambda out: {})
+    monkeypatch.setattr(class_folder, "written_progress", lambda out: [])
     monkeypatch.setattr(report, "_catalogued", lambda: {})
     results = {key: replace(entry, tasks=(Task("test_sinusoid", 1.0, 1.0),)) for key, entry in entries.items()}
     Path(out).mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from jupyter_client.manager import KernelManager
 
-from grader import grading, sample_class, sandbox, warm_kernel
+from grader import notebook_grader, sample_class, sandbox, warm_kernel
 from grader.options import GradingOptions
 from grader.warm_kernel import WarmKernels
 
@@ -201,7 +201,7 @@ def test_a_kernel_writes_only_to_the_sandboxs_writable_folders_and_the_next_find
 
 def test_fresh_and_warm_kernels_grade_a_notebook_alike(tmp_path):
     notebook = sample_class.CLASS / "dot" / "02-positions.ipynb"  # the catalogue's typical mistakes
-    results = [grading.GradingCourse(tmp_path / kind, GradingOptions(warm=kind == "warm")).grade(notebook)
+    results = [notebook_grader.NotebookGrader(tmp_path / kind, GradingOptions(warm=kind == "warm")).grade(notebook)
                for kind in ("fresh", "warm")]
     fresh, warm_ = (replace(r, notebook="") for r in results)  # every field but the notebook
     assert fresh == warm_
@@ -245,7 +245,7 @@ def test_a_server_with_a_second_thread_refuses_to_fork():
 
 def test_a_stopped_server_is_started_again_and_one_that_cannot_start_leaves_fresh_kernels(tmp_path, monkeypatch, capsys):
     notebook = sample_class.CLASS / "hal" / "03-norms.ipynb"
-    course = grading.GradingCourse(tmp_path / "course")
+    course = notebook_grader.NotebookGrader(tmp_path / "course")
     course.kernels.wait()
     course.kernels.server.kill()
     course.kernels.server.wait()
@@ -256,7 +256,7 @@ def test_a_stopped_server_is_started_again_and_one_that_cannot_start_leaves_fres
         self.close()
         raise RuntimeError("the warm-kernel server did not start")
     monkeypatch.setattr(WarmKernels, "wait", cannot_start)
-    course = grading.GradingCourse(tmp_path / "another")
+    course = notebook_grader.NotebookGrader(tmp_path / "another")
     result = course.grade(notebook)
     assert result.score == result.max_score and course.kernels is None
     assert "the warm-kernel server did not start: grading with fresh kernels" in capsys.readouterr().err

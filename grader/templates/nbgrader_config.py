@@ -8,9 +8,8 @@ COURSE = "{course}"
 if COURSE not in sys.path:
     sys.path.insert(0, COURSE)
 
-from grader.gradebook import configure  # noqa: E402  (found in COURSE)
-
 try:
+    from grader.class_folder import configure  # found in COURSE, unless the checkout moved
     configure(get_config(), __file__)  # noqa: F821  (nbgrader defines get_config)
 except Exception as error:
     # traitlets logs any other error and goes on with nbgrader's defaults: plain nbgrader would then

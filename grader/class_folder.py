@@ -37,11 +37,18 @@ TEMPLATE = Path(__file__).resolve().parent / "templates" / "nbgrader_config.py"
 OPTIONS = "grading.json"  # the options of the last `grader autograde` run that its grades depend on
 
 
+def write_config(folder):
+    """Write the folder's nbgrader_config.py from the template, for this checkout: again each time,
+    so that a folder graded by an earlier grader (whose config may import what has moved since)
+    reads the current one."""
+    (Path(folder) / "nbgrader_config.py").write_text(TEMPLATE.read_text().replace("{course}", str(ROOT)))
+
+
 def configure(config, config_file):
     """What DIR/nbgrader_config.py runs: the settings `grader autograde` graded the class in DIR
-    with (grader.grading.grading_config), its kernels started fresh, each in its sandbox."""
+    with (grader.notebook_grader.grading_config), its kernels started fresh, each in its sandbox."""
     import os
-    from grader.grading import fresh_kernels, grading_config, kernel_settings
+    from grader.notebook_grader import fresh_kernels, grading_config, kernel_settings
     from grader.options import GradingOptions
     folder = Path(config_file).resolve().parent
     options = GradingOptions.from_json((folder / OPTIONS).read_text())
@@ -81,9 +88,7 @@ def prepare(folder, sections, options):
     each section registered in its gradebook from the current solution (again when it changed)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    config = folder / "nbgrader_config.py"
-    if not config.is_file():
-        config.write_text(TEMPLATE.read_text().replace("{course}", str(ROOT)))
+    write_config(folder)
     (folder / OPTIONS).write_text(json.dumps(options.graded_by(), indent=1, sort_keys=True))
     store = folder / "registered.json"
     registered = json.loads(store.read_text()) if store.is_file() else {}
@@ -102,7 +107,7 @@ def prepare(folder, sections, options):
 
 def sections_copy(folder, target):
     """Copy the folder's registered sections (release/ and the gradebook) to `target`, where a
-    grading course can start from them (grader.grading.GradingCourse's template); returns it."""
+    grading course can start from them (grader.notebook_grader.NotebookGrader's template); returns it."""
     shutil.copytree(Path(folder) / "release", Path(target) / "release", dirs_exist_ok=True)
     shutil.copy(Path(folder) / "gradebook.db", Path(target) / "gradebook.db")
     return Path(target)

@@ -1,4 +1,4 @@
-"""The class's course folder (grader/gradebook.py): one nbgrader gradebook for the whole class,
+"""The class's course folder (grader/class_folder.py): one nbgrader gradebook for the whole class,
 which Formgrader opens, with the written answers waiting beside their mark schemes; re-runs that
 keep every grade entered by hand; grader export and formgrader on it."""
 
@@ -16,7 +16,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from grader import gradebook, marks
+from grader import class_folder, marks
 from grader.result import Result, Task
 from grader.worker import Graded
 from grader.__main__ import main
@@ -25,13 +25,13 @@ from grader.options import SAMPLE_CLASS, GradingOptions
 
 SECTION, SECOND_SECTION = SECTIONS[:2]
 OPTIONS = GradingOptions(timeout=30, memory_mb=2048)
-FIRST, SECOND, THIRD = gradebook.written_questions(SECTION)
+FIRST, SECOND, THIRD = class_folder.written_questions(SECTION)
 
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     folder = tmp_path_factory.mktemp("prepared") / "class"
-    gradebook.prepare(folder, [SECTION], OPTIONS)
+    class_folder.prepare(folder, [SECTION], OPTIONS)
     return folder
 
 
@@ -58,12 +58,12 @@ def _graded(student, answers=None, scores=None):
 
 
 def _record(folder, graded):
-    gradebook.record(folder, graded.result, graded.files)
+    class_folder.record(folder, graded.result, graded.files)
 
 
 def _nbgrader(args, folder, timeout):
     """Plain nbgrader run in the class folder, as an instructor types it. Under mutmut it runs the
-    code as written: its config imports grader.gradebook, and a mutant cannot run outside
+    code as written: its config imports grader.class_folder, and a mutant cannot run outside
     mutmut's folder."""
     env = {k: v for k, v in os.environ.items() if k != "MUTANT_UNDER_TEST"}
     return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=folder, env=env,
@@ -86,12 +86,12 @@ def _enter(folder, student, grade_id, points):
 
 def test_a_prepared_folder_is_an_nbgrader_course_of_the_checkout(prepared):
     config = (prepared / "nbgrader_config.py").read_text()
-    assert f'COURSE = "{gradebook.ROOT}"' in config and "{course}" not in config
+    assert f'COURSE = "{class_folder.ROOT}"' in config and "{course}" not in config
     assert (prepared / "release" / SECTION / f"{SECTION}.ipynb").is_file()
     # each section with the solution it was registered from, one entry a line, for an instructor to read
     digest = hashlib.sha256(solution_notebook(SECTION).read_bytes()).hexdigest()
     assert (prepared / "registered.json").read_text() == json.dumps({SECTION: digest}, indent=1)
-    assert (prepared / gradebook.OPTIONS).read_text() == json.dumps(OPTIONS.graded_by(), indent=1, sort_keys=True)
+    assert (prepared / class_folder.OPTIONS).read_text() == json.dumps(OPTIONS.graded_by(), indent=1, sort_keys=True)
     with Gradebook(f"sqlite:///{prepared / 'gradebook.db'}") as book:
         assert [a.name for a in book.assignments] == [SECTION]
     # nbgrader's own command reads the config: the folder's gradebook, the checkout's solutions
@@ -111,7 +111,7 @@ def stand_in_nbgrader(monkeypatch):
             self.registered.append(section)
             return self.outcome
     api = API()
-    monkeypatch.setattr(gradebook, "_api", lambda folder: api)
+    monkeypatch.setattr(class_folder, "_api", lambda folder: api)
     return api
 
 
@@ -119,36 +119,36 @@ def test_a_section_is_registered_where_it_is_new_or_its_solution_changed(tmp_pat
     """A folder whose parent does not exist yet."""
     registered = stand_in_nbgrader.registered
     folder = tmp_path / "fall 2026" / "class"
-    gradebook.prepare(folder, [SECOND_SECTION, SECTION], OPTIONS)
+    class_folder.prepare(folder, [SECOND_SECTION, SECTION], OPTIONS)
     assert registered == [SECOND_SECTION, SECTION]
     digests = {s: hashlib.sha256(solution_notebook(s).read_bytes()).hexdigest() for s in (SECTION, SECOND_SECTION)}
     assert (folder / "registered.json").read_text() == json.dumps(digests, indent=1, sort_keys=True)
     # the second section's release is there, the first's is missing: only the first is registered
     (folder / "release" / SECOND_SECTION).mkdir(parents=True)
-    gradebook.prepare(folder, [SECOND_SECTION, SECTION], OPTIONS)
+    class_folder.prepare(folder, [SECOND_SECTION, SECTION], OPTIONS)
     assert registered == [SECOND_SECTION, SECTION, SECTION]
     stand_in_nbgrader.outcome = {"success": False, "error": "a broken source"}
     (folder / "registered.json").write_text("{}")
     with pytest.raises(RuntimeError, match=rf"^nbgrader could not register {SECOND_SECTION} in "
                                            rf"{re.escape(str(folder))}:\na broken source$"):
-        gradebook.prepare(folder, [SECOND_SECTION], OPTIONS)
+        class_folder.prepare(folder, [SECOND_SECTION], OPTIONS)
 
 
 def test_a_changed_solution_replaces_the_release_nbgrader_registered(folder):
     release = folder / "release" / SECTION / f"{SECTION}.ipynb"
     release.write_text("{}")  # what an older solution left
     (folder / "registered.json").write_text(json.dumps({SECTION: "an older solution"}))
-    gradebook.prepare(folder, [SECTION], OPTIONS)
+    class_folder.prepare(folder, [SECTION], OPTIONS)
     assert nbformat.read(release, as_version=4).cells
 
 
 def test_the_copy_a_worker_starts_from_holds_the_registered_sections(prepared, tmp_path):
-    copied = gradebook.sections_copy(str(prepared), str(tmp_path / "worker"))
+    copied = class_folder.sections_copy(str(prepared), str(tmp_path / "worker"))
     assert copied == tmp_path / "worker"
     assert (copied / "gradebook.db").read_bytes() == (prepared / "gradebook.db").read_bytes()
     assert (copied / "release" / SECTION / f"{SECTION}.ipynb").read_bytes() == \
         (prepared / "release" / SECTION / f"{SECTION}.ipynb").read_bytes()
-    gradebook.sections_copy(prepared, copied)  # a worker's folder used before: copied over
+    class_folder.sections_copy(prepared, copied)  # a worker's folder used before: copied over
     assert (copied / "gradebook.db").is_file()
 
 
@@ -158,10 +158,10 @@ def test_the_folder_s_config_grades_as_the_last_run_did(folder, monkeypatch):
     from traitlets.config import Config
     monkeypatch.setenv("COURSE_ROOT", "elsewhere")
     monkeypatch.setenv("JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))  # the kernel spec goes first on it
-    (folder / gradebook.OPTIONS).write_text(json.dumps({"timeout": 7, "memory_mb": 1536, "sandboxed": False}))
+    (folder / class_folder.OPTIONS).write_text(json.dumps({"timeout": 7, "memory_mb": 1536, "sandboxed": False}))
     config = Config()
-    gradebook.configure(config, folder / "nbgrader_config.py")
-    assert os.environ["COURSE_ROOT"] == str(gradebook.ROOT)
+    class_folder.configure(config, folder / "nbgrader_config.py")
+    assert os.environ["COURSE_ROOT"] == str(class_folder.ROOT)
     assert config.CourseDirectory.root == str(folder)
     assert config.CourseDirectory.db_url == f"sqlite:///{folder / 'gradebook.db'}"
     assert config.Execute.timeout == 7 and config.KernelManager.ip == str(folder / "sockets" / "k")
@@ -175,11 +175,11 @@ def test_the_folder_s_config_grades_as_the_last_run_did(folder, monkeypatch):
 def test_preparing_again_registers_only_a_changed_section(prepared, tmp_path, stand_in_nbgrader):
     folder = shutil.copytree(prepared, tmp_path / "class")
     registered = stand_in_nbgrader.registered
-    gradebook.prepare(folder, [SECTION], replace(OPTIONS, timeout=60))
+    class_folder.prepare(folder, [SECTION], replace(OPTIONS, timeout=60))
     assert registered == []
-    assert json.loads((folder / gradebook.OPTIONS).read_text()) == {**OPTIONS.graded_by(), "timeout": 60}  # the last run's
+    assert json.loads((folder / class_folder.OPTIONS).read_text()) == {**OPTIONS.graded_by(), "timeout": 60}  # the last run's
     (folder / "registered.json").write_text('{"01-heads": "an older solution"}')
-    gradebook.prepare(folder, [SECTION], OPTIONS)
+    class_folder.prepare(folder, [SECTION], OPTIONS)
     assert registered == [SECTION]
 
 
@@ -243,14 +243,14 @@ def test_a_graded_notebook_without_an_answer_or_a_result_without_a_check_loses_n
     result = _graded("ada", answers={FIRST: "an answer"})
     graded = nbformat.reads(result.files["autograded"], as_version=4)
     graded.cells = [c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") != FIRST]
-    gradebook.record(folder, replace(result.result, tasks=()), {**result.files, "autograded": nbformat.writes(graded)})
+    class_folder.record(folder, replace(result.result, tasks=()), {**result.files, "autograded": nbformat.writes(graded)})
     grades = _grades(folder, "ada")
     assert grades[FIRST] == (None, None, True)
     assert grades["test_split_heads"] == grades["test_merge_heads"] == (0.0, None, False)
 
 
 def test_a_failed_submission_adds_its_student_and_nothing_else(folder):
-    gradebook.record(folder, Result("ben_03-norms.ipynb", None, "ben", error="not a notebook"), None)
+    class_folder.record(folder, Result("ben_03-norms.ipynb", None, "ben", error="not a notebook"), None)
     with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as book:
         assert [s.id for s in book.students] == ["ben"] and book.find_student("ben").submissions == []
 
@@ -268,10 +268,10 @@ def test_a_rerun_keeps_every_grade_entered_by_hand_and_asks_again_for_a_rewritte
     assert grades["test_causal_mask"] == (0.0, 1.0, False)
     assert grades[FIRST] == (None, 1.0, True)  # the old grade shown, the answer waiting again
     assert grades[SECOND] == (None, 2.0, False)
-    assert gradebook.manual_grades(folder) == {
+    assert class_folder.manual_grades(folder) == {
         ("ada", SECTION): {"test_causal_mask": (1.0, False), FIRST: (1.0, True), SECOND: (2.0, False),
                            THIRD: (0.0, False)}}
-    assert gradebook.written_progress(folder) == [(SECTION, FIRST, 0, 1, 0, 2.0), (SECTION, SECOND, 1, 0, 2.0, 2.0),
+    assert class_folder.written_progress(folder) == [(SECTION, FIRST, 0, 1, 0, 2.0), (SECTION, SECOND, 1, 0, 2.0, 2.0),
                                                   (SECTION, THIRD, 1, 0, 0, 2.0)]
 
 
@@ -290,7 +290,7 @@ def test_an_answer_handed_in_as_released_gets_nothing_and_waits_for_nobody(folde
 
 
 def test_without_a_gradebook_nothing_was_graded_by_hand(tmp_path):
-    assert gradebook.manual_grades(tmp_path) == {} and gradebook.written_progress(tmp_path) == []
+    assert class_folder.manual_grades(tmp_path) == {} and class_folder.written_progress(tmp_path) == []
 
 
 def test_a_section_nobody_handed_in_has_nothing_graded_and_nothing_waiting(tmp_path):
@@ -298,8 +298,8 @@ def test_a_section_nobody_handed_in_has_nothing_graded_and_nothing_waiting(tmp_p
     section was registered): the first is passed over, the second counted."""
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as book:
         book.add_assignment(SECOND_SECTION)
-    assert gradebook.written_progress(tmp_path) == [
-        (SECOND_SECTION, question, 0, 0, 0, 0) for question in gradebook.written_questions(SECOND_SECTION)]
+    assert class_folder.written_progress(tmp_path) == [
+        (SECOND_SECTION, question, 0, 0, 0, 0) for question in class_folder.written_questions(SECOND_SECTION)]
 
 
 def test_the_feedback_nbgrader_writes_in_the_folder_leaves_the_mark_schemes_out(folder):
@@ -312,12 +312,43 @@ def test_the_feedback_nbgrader_writes_in_the_folder_leaves_the_mark_schemes_out(
 
 def test_nbgrader_and_formgrader_stop_where_the_folder_cannot_grade_as_the_course_does(folder, capsys):
     """traitlets goes on with nbgrader's defaults after a config file fails: unsandboxed grading."""
-    (folder / gradebook.OPTIONS).unlink()
+    (folder / class_folder.OPTIONS).unlink()
     graded = _nbgrader(["autograde", SECTION], folder, timeout=300)
     assert graded.returncode != 0
     assert f"nbgrader cannot grade as the course does in {folder / 'nbgrader_config.py'}" in graded.stderr
     assert main(["formgrader", str(folder)]) == 1
     assert f"nbgrader cannot grade as the course does in {folder}: " in capsys.readouterr().err
+
+
+def test_nbgrader_stops_where_the_checkout_the_folder_reads_is_gone(folder):
+    """The checkout moved or deleted: its config's import fails, and that too must stop nbgrader."""
+    config = folder / "nbgrader_config.py"
+    config.write_text(config.read_text().replace(f'COURSE = "{class_folder.ROOT}"', f'COURSE = "{folder / "moved"}"'))
+    graded = _nbgrader(["autograde", SECTION], folder, timeout=300)
+    assert graded.returncode != 0
+    assert f"nbgrader cannot grade as the course does in {config}: No module named 'grader'" in graded.stderr
+
+
+EARLIER_CONFIG = """import sys
+COURSE = "{course}"
+sys.path.insert(0, COURSE)
+from grader.gradebook import configure
+configure(get_config(), __file__)
+"""
+
+
+def test_a_folder_graded_by_an_earlier_grader_reads_this_checkout_s_config_once_graded_or_opened(folder, capsys):
+    """A config written before grader/gradebook.py became class_folder.py imports a module gone since:
+    `grader autograde` (prepare) and `grader formgrader` write the current one over it."""
+    config = folder / "nbgrader_config.py"
+    current = config.read_text()
+    config.write_text(EARLIER_CONFIG)
+    class_folder.prepare(folder, [SECTION], OPTIONS)
+    assert config.read_text() == current
+    config.write_text(EARLIER_CONFIG)
+    (folder / class_folder.OPTIONS).unlink()  # so that formgrader stops before it starts JupyterLab
+    assert main(["formgrader", str(folder)]) == 1
+    assert config.read_text() == current
 
 
 @pytest.mark.parametrize("verb", ["formgrader", "export"])
@@ -354,7 +385,7 @@ def test_export_writes_the_grades_and_report_with_the_grades_entered_by_hand(fol
 def test_grades_entered_for_the_demo_never_overwrite_a_graders(folder):
     _record(folder, _graded("ada", answers={FIRST: "an answer", SECOND: "another"}))
     _enter(folder, "ada", FIRST, 0.5)
-    entered = gradebook.enter_grades(folder, [("nobody", SECTION, FIRST, 2.0), ("ada", SECTION, FIRST, 2.0),
+    entered = class_folder.enter_grades(folder, [("nobody", SECTION, FIRST, 2.0), ("ada", SECTION, FIRST, 2.0),
                                               ("ada", SECTION, SECOND, 2.0), ("ada", SECTION, THIRD, 1.0)])
     assert entered == 2
     grades = _grades(folder, "ada")
@@ -387,7 +418,7 @@ def test_plain_nbgrader_in_the_class_folder_scores_the_sample_class_as_grader_au
                       lambda: _nbgrader(["autograde", SECTION, "--force"], out, timeout=1800).stderr)
     assert "Traceback" not in stderr, stderr[-3000:]
     checks = judge.check_cells(SECTION)
-    written = gradebook.written_questions(SECTION)
+    written = class_folder.written_questions(SECTION)
     with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as book:
         theirs = {(s.student.id, g.name): g.score for s in book.find_assignment(SECTION).submissions
                   for g in s.notebooks[0].grades if g.name in checks}
@@ -395,7 +426,7 @@ def test_plain_nbgrader_in_the_class_folder_scores_the_sample_class_as_grader_au
                      for g in s.notebooks[0].grades if g.name in written}
     assert theirs == ours
     # nbgrader's own verdict on the written answers: an answer as released gets 0 and waits for nobody
-    manual = gradebook.manual_grades(out)
+    manual = class_folder.manual_grades(out)
     assert {key: (0.0, False) if not waiting else (None, True) for key, waiting in untouched.items()} == {
         (student, name): manual[student, SECTION][name] for student, name in untouched}
     assert untouched[("ben", written[0])] is False and untouched[("ada", written[0])] is True

@@ -1,6 +1,6 @@
 """Grade notebooks the way nbgrader's autograder does, from the solutions in this repository.
 
-A `GradingCourse` is an nbgrader course in a working folder whose source is `solutions/`: any copy
+A `NotebookGrader` is an nbgrader course in a working folder whose source is `solutions/`: any copy
 of a section notebook can be autograded there (the gradebook learns a section on its first
 submission), with the check cells (hidden tests included) restored from the source. On Linux its
 kernels fork from a warm process (grader.warm_kernel) unless asked for fresh ones. The scores
@@ -139,7 +139,7 @@ def fresh_kernels(folder, settings):
 def grading_config(folder, timeout, kernel):
     """nbgrader's settings for grading in the course in `folder` with kernels of the spec `kernel`:
     the repairs, the judge, the sandbox's sockets. One definition for `grader check`, the workers
-    of `grader autograde` and plain nbgrader in the class's folder (grader/gradebook.py)."""
+    of `grader autograde` and plain nbgrader in the class's folder (grader/class_folder.py)."""
     folder = Path(folder)
     return nbconfig.nbgrader_config(folder, folder / "release", folder / "gradebook.db", source=SOLUTIONS,
                                     timeout=timeout, kernel=kernel, judged=True, sockets=folder / "sockets" / "k")
@@ -149,7 +149,7 @@ class GraderFailure(Exception):
     """The grader, not the submission, failed (twice): the submission is graded again next run."""
 
 
-class GradingCourse:
+class NotebookGrader:
     """An nbgrader course in `folder` whose source is the repository's solutions.
 
     `options` (grader.options.GradingOptions): each cell's time limit; every kernel in a sandbox

@@ -6,7 +6,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from grader import grading
+from grader import notebook_grader
 from grader.course import release_notebook, solution_notebook
 
 FIRST = "01-heads"
@@ -23,11 +23,11 @@ def _stream(text):
 # --- reading ----------------------------------------------------------------------------------
 
 def test_a_notebook_is_read_as_nbformat_4(tmp_path):
-    assert grading.read_notebook(release_notebook(FIRST)) == nbformat.read(release_notebook(FIRST), as_version=4)
+    assert notebook_grader.read_notebook(release_notebook(FIRST)) == nbformat.read(release_notebook(FIRST), as_version=4)
     old = tmp_path / "old.ipynb"  # saved by a Jupyter of 2015
     nbformat.write(nbformat.v3.new_notebook(worksheets=[nbformat.v3.new_worksheet(
         cells=[nbformat.v3.new_code_cell("x = 1")])]), old, version=3)
-    read = grading.read_notebook(old)
+    read = notebook_grader.read_notebook(old)
     assert (read.nbformat, [c.source for c in read.cells]) == (4, ["x = 1"])
 
 
@@ -41,14 +41,14 @@ def test_an_unreadable_file_is_refused_with_its_reason_in_full(tmp_path, content
     path = tmp_path / "ada_01-heads.ipynb"
     if content is not None:
         path.write_text(content)
-    with pytest.raises(grading.NotGradable) as refused:
-        grading.read_notebook(path)
+    with pytest.raises(notebook_grader.NotGradable) as refused:
+        notebook_grader.read_notebook(path)
     assert str(refused.value) == reason
 
 
 def test_a_folder_is_no_such_file(tmp_path):
-    with pytest.raises(grading.NotGradable) as refused:
-        grading.read_notebook(tmp_path)
+    with pytest.raises(notebook_grader.NotGradable) as refused:
+        notebook_grader.read_notebook(tmp_path)
     assert str(refused.value) == "no such file"
 
 
@@ -60,7 +60,7 @@ def test_the_graded_ids_are_those_of_cells_with_nbgrader_metadata():
         new_code_cell("assert f()", metadata={"nbgrader": {"grade_id": "test_f", "grade": True}}),
         new_code_cell("x = 1", metadata={"nbgrader": {"solution": False}}),
         new_markdown_cell("a note", metadata={"tags": ["f"]})])
-    assert grading.graded_ids(notebook) == {"f", "test_f"}
+    assert notebook_grader.graded_ids(notebook) == {"f", "test_f"}
 
 
 def _one_cell(**mark):
@@ -83,7 +83,7 @@ def test_one_shared_cell_tells_the_section_by_its_graded_id_its_cell_id_or_its_t
     shared = {"grade_id": {"metadata": {"nbgrader": {"grade_id": grade_id}}},
               "id": {"id": solution.id},
               "text": {"text": solution.source}}[kind]
-    assert grading.identify(_one_cell(**shared)) == section
+    assert notebook_grader.identify(_one_cell(**shared)) == section
 
 
 def test_cells_of_80_characters_or_fewer_do_not_mark_a_notebook_by_their_text():
@@ -91,13 +91,13 @@ def test_cells_of_80_characters_or_fewer_do_not_mark_a_notebook_by_their_text():
     notebook.cells = [new_code_cell("x" * 80), new_code_cell("y" * 81), new_markdown_cell("import torch")]
     for cell in notebook.cells:
         del cell["id"]  # as in a notebook of nbformat 4.4, before cell ids
-    marks = grading._fingerprint(notebook)
+    marks = notebook_grader._fingerprint(notebook)
     assert [text for _, text in marks] == ["y" * 81]
 
 
 def test_a_notebook_of_no_section_is_refused_with_the_reason_in_full():
-    with pytest.raises(grading.NotGradable) as refused:
-        grading.identify(_one_cell(text="print('my own notebook')"))
+    with pytest.raises(notebook_grader.NotGradable) as refused:
+        notebook_grader.identify(_one_cell(text="print('my own notebook')"))
     assert str(refused.value) == "it is not a notebook of any section of this course (wrong file?)"
 
 
@@ -138,7 +138,7 @@ LOG = """\
     ("", "nbgrader could not grade it (see its log)"),
 ])
 def test_a_failed_nbgrader_run_is_named_by_its_last_error_in_one_line(log, reason):
-    assert grading._reason(log) == reason
+    assert notebook_grader._reason(log) == reason
 
 
 # --- interrupted cells of the autograded notebook ----------------------------------
@@ -153,7 +153,7 @@ def test_each_cell_that_ran_past_the_time_limit_is_named_by_its_number_and_first
                            execution_count=7, outputs=[_stream("epoch 0\n"), _error("CellTimeoutError", "timed out")]),
              # a blank cell has no line to quote (and nbclient never runs one)
              new_code_cell("  \n", outputs=[_error("CellTimeoutError", "timed out")])]
-    assert grading._interrupted_cells(new_notebook(cells=cells), 30) == [
+    assert notebook_grader._interrupted_cells(new_notebook(cells=cells), 30) == [
         "a cell ran past the 30 s limit and was interrupted: In [4], `# train until it converges`",
         "a cell ran past the 30 s limit and was interrupted: In [7], "
         "`for epoch in range(1_000_000):  # far more epochs than the t`"]
