@@ -1,4 +1,4 @@
-"""A warm `grader check`: a server per user and checkout keeps a grading course open between checks.
+"""A warm `grader check`: a server per user and checkout keeps a notebook grader open between checks.
 
 A check in a new process spends most of its time starting: Python, nbgrader, and the warm-kernel
 server importing torch, pandas, matplotlib and scikit-learn (grader.warm_kernel). Students check
@@ -152,7 +152,7 @@ def stop(folder=None):
 # --- the server --------------------------------------------------------------------------------
 
 def serve(server_key, options, idle=IDLE):
-    """Hold the lock of `server_key`, open a grading course with `options`, and grade the
+    """Hold the lock of `server_key`, open a notebook grader with `options`, and grade the
     notebooks clients send until `idle` seconds pass without one. Returns 0, or 1 when another
     server of the same key already runs."""
     from grader.notebook_grader import NotebookGrader, NotGradable

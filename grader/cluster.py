@@ -1,8 +1,8 @@
 """Grading a class on a Dask cluster: `python -m grader autograde INPUT --out DIR --scheduler ADDRESS`.
 
-A Dask worker grades as a local worker process does (grader.worker): a grading course of its
+A Dask worker grades as a local worker process does (grader.worker): a notebook grader of its
 own, with its warm-kernel server and its sandbox. `CourseOnWorker`, a
-Dask worker plugin, starts that course once per worker from the class's registered sections,
+Dask worker plugin, starts it once per worker from the class's registered sections,
 which it carries as bytes. Nothing assumes a shared filesystem: each task takes a submission's
 bytes to its worker and brings back the result (scores, messages, the feedback page and the
 graded notebooks), which the instructor's process writes into DIR as on one machine.
@@ -32,7 +32,7 @@ from grader.schedule import ClusterError
 
 
 class CourseOnWorker(WorkerPlugin):
-    """Starts the worker's grading course when the plugin reaches it, and refuses a worker whose
+    """Starts the worker's notebook grader when the plugin reaches it, and refuses a worker whose
     checkout or libraries would grade differently from the instructor's (`versions`)."""
 
     name = "grading-course"  # registering it again (the next run) replaces it
@@ -95,7 +95,7 @@ def grade_sent(student, name, data):
     with _one_at_a_time:
         if not grading_worker.running():
             return grading_worker.Graded(Result.grader_failed(
-                name, student, "this Dask worker has no grading course (its log says why)"))
+                name, student, "this Dask worker has no notebook grader (its log says why)"))
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / name
             path.write_bytes(data)

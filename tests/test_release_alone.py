@@ -26,8 +26,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 import ticketnet
-from grader import publish, release
-from grader.course import is_parts_cell, release_notebook, solution_notebook
+from grader.course import SECTIONS, is_parts_cell, release_notebook, solution_notebook
 
 # the name the set-up cell prints for each module that marks a platform (grader.setup_cell)
 PLATFORM_NAMES = {"google.colab": "Colab", "kaggle_secrets": "Kaggle", "": "this computer"}
@@ -39,6 +38,9 @@ def course_clone(tmp_path_factory):
     under another platform's versions, the one COURSE_EDITION names, published under our pins)."""
     if os.environ.get("COURSE_EDITION"):
         return Path(os.environ["COURSE_EDITION"])
+    # imported here alone: a platform's kept pass is keyed by the checkout's files it opens
+    # (test_platforms.kept_pass), and the edition it is handed holds what publishing read
+    from grader import publish
     target = tmp_path_factory.mktemp("origin") / "course-student"
     publish.publish(target)
     return target
@@ -123,7 +125,7 @@ def answered_alone(section):
     return notebook
 
 
-@pytest.mark.parametrize("section", release.sections_with_solutions())
+@pytest.mark.parametrize("section", SECTIONS)
 def test_a_release_notebook_alone_fetches_the_course_stops_at_the_first_task_and_passes_once_answered(
         section, alone):
     """From the set-up cell's own fetch to the last cell, as the student runs it (no grading mode):
