@@ -1,4 +1,4 @@
-"""The class's course folder: what `python -m grader autograde --out DIR` leaves in DIR beside
+"""The class folder: what `python -m grader autograde --out DIR` leaves in DIR beside
 grades.csv and the report. It is an ordinary nbgrader course, which Formgrader opens:
 
     nbgrader_config.py   from grader/templates/: nbgrader's settings, read from this checkout

@@ -1,12 +1,12 @@
-"""Grade notebooks the way nbgrader's autograder does, from the solutions in this repository.
+"""One notebook at a time through nbgrader's autograder, graded from the solutions in this repository.
 
-A `NotebookGrader` is an nbgrader course in a working folder whose source is `solutions/`: any copy
+A `NotebookGrader` keeps an nbgrader course in a working folder whose source is `solutions/`: any copy
 of a section notebook can be autograded there (the gradebook learns a section on its first
 submission), with the check cells (hidden tests included) restored from the source. On Linux its
 kernels fork from a warm process (grader.warm_kernel) unless asked for fresh ones. The scores
 come from nbgrader's gradebook and the failure messages from the autograded notebook's errors.
 
-A course can start as a copy of another one's folder (`template`) and knows the sections
+A notebook grader can start as a copy of another one's folder (`template`) and knows the sections
 registered there; with the warm kernels of another process, that is how autograde's workers start.
 """
 

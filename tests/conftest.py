@@ -272,17 +272,20 @@ def pytest_pyfunc_call(pyfuncitem):
 @pytest.fixture(scope="session", autouse=True)
 def checks_recorded_before_mutants():
     """Under mutmut, record the checks' results (grader.recordings.kernel_references) from the code as
-    written before any test grades. The recording is a child process: with MUTANT_UNDER_TEST
-    inherited it would run a mutant (wrong results, kept for every later mutant) or fail on
-    mutmut's call counting."""
+    written before any test grades. A mutant of the recordings would record them under another
+    state, or wrongly, and keep them for every later mutant; the recording's child process would
+    run the mutant too, with MUTANT_UNDER_TEST inherited, or fail on mutmut's call counting. So
+    neither this process (mutmut keeps the mutant's name in it as well) nor the child runs one."""
     mutant = os.environ.pop("MUTANT_UNDER_TEST", None)
     if mutant is None:
         return
+    from mutmut.mutation.trampoline import set_mutant_under_test
+    set_mutant_under_test(None)
     try:
         from grader import recordings
         recordings.kernel_references()
     finally:
-        os.environ["MUTANT_UNDER_TEST"] = mutant
+        set_mutant_under_test(mutant)  # and MUTANT_UNDER_TEST again
 
 
 @pytest.fixture
@@ -338,12 +341,22 @@ def _longest_first(item):
     return len(LONGEST_FIRST)
 
 
+def _own_tests(mutant):
+    """The test file of the module a mutmut mutant is in (grader.recordings.x_recorded__mutmut_5:
+    tests/test_recordings.py), or None outside a mutation run."""
+    return mutant and f"tests/test_{mutant.split('.x')[0].split('.')[-1]}.py"
+
+
 def pytest_collection_modifyitems(config, items):
     """Spread over the cores (a pytest-xdist worker), the longest scopes go first. Otherwise the
-    tests marked `nbgrader` (they grade notebooks in kernels, seconds each) run after the others:
-    a mutation run (`make mutation`) stops at a mutant's first failing test, and a quick test that
-    catches it then spares the slow ones."""
+    tests marked `nbgrader` (they grade notebooks in kernels, seconds each) run after the others,
+    and in a mutation run (`make mutation`) the mutated module's own tests before all: the run
+    stops at a mutant's first failing test, and a quick test that catches it spares the slow ones
+    (and those that reach what it breaks: a mutant of the recordings' state records the checks'
+    results again, a minute, in every test that grades)."""
     if hasattr(config, "workerinput"):
         items.sort(key=_longest_first)
     else:
-        items.sort(key=lambda item: item.get_closest_marker("nbgrader") is not None)
+        own = _own_tests(os.environ.get("MUTANT_UNDER_TEST"))
+        items.sort(key=lambda item: (item.get_closest_marker("nbgrader") is not None,
+                                     item.nodeid.split("::")[0] != own))
